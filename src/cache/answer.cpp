@@ -1,0 +1,85 @@
+#include "cache/answer.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace nscache::cache {
+namespace {
+
+using dns::Rcode;
+
+// RFC 2181 §8: a TTL with the top bit set is to be read as zero.
+uint32_t sane_ttl(uint32_t ttl) { return ttl > 0x7FFFFFFFu ? 0 : ttl; }
+
+bool has_soa_in_authority(const dns::ScannedResponse& scan) {
+    return std::any_of(scan.records.begin(), scan.records.end(), [](const auto& r) {
+        return r.type == dns::rtype::SOA && r.section == dns::Section::Authority;
+    });
+}
+
+AnswerKind classify(const dns::ScannedResponse& scan, bool& cacheable) {
+    const auto rcode = static_cast<Rcode>(scan.extended_rcode);
+    cacheable = true;
+    if (rcode == Rcode::ServFail) return AnswerKind::ServFail;
+    if (rcode == Rcode::NoError && scan.header.ancount > 0) return AnswerKind::Positive;
+    if (rcode == Rcode::NoError || rcode == Rcode::NxDomain) {
+        // RFC 2308 §5: a negative answer without an SOA says nothing of how long it holds.
+        cacheable = has_soa_in_authority(scan);
+        return AnswerKind::Negative;
+    }
+    cacheable = false;  // REFUSED, NOTIMP, FORMERR: about this server, not about the name
+    return AnswerKind::Positive;
+}
+
+}  // namespace
+
+std::optional<PreparedAnswer> prepare_answer(dns::Bytes msg, const dns::ScannedResponse& scan,
+                                             const TtlPolicy& policy) {
+    if (scan.extended_rcode > 15 || scan.header.has(dns::flag::TC) || !scan.opt_is_last) {
+        return std::nullopt;
+    }
+    if (scan.records_end - scan.records_offset > std::numeric_limits<uint16_t>::max()) {
+        return std::nullopt;
+    }
+    PreparedAnswer a;
+    bool cacheable = false;
+    a.kind = classify(scan, cacheable);
+    a.rcode = static_cast<uint8_t>(scan.extended_rcode);
+    a.ad = scan.header.has(dns::flag::AD);
+    a.ancount = scan.header.ancount;
+    a.nscount = scan.header.nscount;
+    a.arcount = static_cast<uint16_t>(scan.header.arcount - (scan.has_opt ? 1 : 0));
+    a.records.assign(msg.begin() + static_cast<ptrdiff_t>(scan.records_offset),
+                     msg.begin() + static_cast<ptrdiff_t>(scan.records_end));
+
+    const bool negative = a.kind == AnswerKind::Negative;
+    uint32_t lifetime = std::numeric_limits<uint32_t>::max();
+    a.ttl_offsets.reserve(scan.records.size());
+    for (const auto& rec : scan.records) {
+        uint32_t ttl = sane_ttl(rec.ttl);
+        const bool negative_soa =
+            rec.type == dns::rtype::SOA && rec.section == dns::Section::Authority;
+        if (negative_soa) {
+            // RFC 2308 §3/§5: the negative TTL is the lesser of the SOA's TTL and MINIMUM,
+            // and the SOA goes out with that TTL counting down.
+            ttl = std::min({ttl, sane_ttl(rec.soa_minimum), policy.negative_max_ttl});
+        }
+        ttl = std::clamp(ttl, policy.min_ttl, std::max(policy.min_ttl, policy.max_ttl));
+        if (negative) ttl = std::min(ttl, std::max(policy.min_ttl, policy.negative_max_ttl));
+        const size_t offset = rec.ttl_offset - scan.records_offset;
+        dns::write_u32(&a.records[offset], ttl);
+        a.ttl_offsets.push_back(static_cast<uint16_t>(offset));
+        lifetime = std::min(lifetime, ttl);
+    }
+
+    if (!cacheable) {
+        a.ttl = 0;
+    } else if (a.kind == AnswerKind::ServFail) {
+        a.ttl = policy.servfail_ttl;
+    } else {
+        a.ttl = scan.records.empty() ? 0 : lifetime;
+    }
+    return a;
+}
+
+}  // namespace nscache::cache

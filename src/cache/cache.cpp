@@ -1,0 +1,91 @@
+#include "cache/cache.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "cache/shard.h"
+#include "common/hash.h"
+#include "common/random.h"
+
+namespace nscache::cache {
+namespace {
+
+// Shards of about this size: enough of them that worker threads rarely meet on one lock,
+// few enough that each holds many entries and evicts fairly.
+constexpr size_t kTargetShardBytes = size_t{256} << 10;
+constexpr size_t kMaxShards = 256;
+
+size_t shard_count_for(const CacheConfig& config) {
+    if (config.shards != 0) return std::bit_floor(std::min(config.shards, kMaxShards));
+    const size_t wanted = config.budget_bytes / kTargetShardBytes;
+    return std::bit_floor(std::clamp<size_t>(wanted, 1, kMaxShards));
+}
+
+}  // namespace
+
+Cache::Cache(const CacheConfig& config)
+    : seed_(config.seed != 0 ? config.seed : secure_random_u64()), budget_(config.budget_bytes) {
+    const size_t count = shard_count_for(config);
+    shard_shift_ = static_cast<unsigned>(std::countr_zero(count));
+    shards_.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+        shards_.push_back(std::make_unique<CacheShard>(config.budget_bytes / count,
+                                                       config.stale_ttl_s));
+    }
+}
+
+Cache::~Cache() = default;
+
+uint64_t Cache::hash_name(dns::Bytes lower_name) const {
+    return seeded_hash(seed_, lower_name.data(), lower_name.size());
+}
+
+// Shards take the hash's low bits; buckets within a shard take its high 32 bits.
+CacheShard& Cache::shard_for(uint64_t hash) const {
+    return *shards_[hash & ((size_t{1} << shard_shift_) - 1)];
+}
+
+LookupResult Cache::lookup(const CacheKey& key, const dns::Query& query, uint64_t now_ms,
+                           const RenderLimits& limits, std::span<uint8_t> out,
+                           bool allow_stale) {
+    const uint64_t hash = hash_name(key.name);
+    return shard_for(hash).lookup(key, hash, query, now_ms, limits, out, allow_stale);
+}
+
+void Cache::insert(const CacheKey& key, const PreparedAnswer& answer, uint64_t now_ms) {
+    insert_at(key, answer, now_ms, now_ms);
+}
+
+void Cache::insert_at(const CacheKey& key, const PreparedAnswer& answer, uint64_t born_ms,
+                      uint64_t now_ms) {
+    if (answer.ttl == 0 || key.name.empty() || key.name.size() > dns::kMaxNameLength) return;
+    const uint64_t hash = hash_name(key.name);
+    shard_for(hash).insert(key, hash, answer, born_ms, now_ms);
+}
+
+size_t Cache::flush() {
+    size_t removed = 0;
+    for (auto& shard : shards_) removed += shard->flush();
+    return removed;
+}
+
+size_t Cache::flush_name(dns::Bytes lower_name) {
+    const uint64_t hash = hash_name(lower_name);
+    return shard_for(hash).flush_name(lower_name, hash);
+}
+
+CacheCounters Cache::counters() const {
+    CacheCounters c;
+    for (const auto& shard : shards_) shard->add_counters(c);
+    c.budget = budget_;
+    return c;
+}
+
+size_t Cache::slices_per_shard() const { return shards_.front()->slice_count(); }
+
+void Cache::snapshot_slice(size_t shard, size_t slice, uint64_t now_ms,
+                           std::vector<EntrySnapshot>& out) const {
+    shards_[shard]->snapshot_slice(slice, now_ms, out);
+}
+
+}  // namespace nscache::cache

@@ -1,0 +1,123 @@
+// The answer cache: entries keyed by (lower-cased qname, qtype, qclass, DO, CD), stored ready
+// to send, within a byte budget.
+//
+// Guarantees
+// - Thread-safe. The cache is split into shards, each behind its own mutex, chosen by the
+//   name's seeded hash; a lookup takes one shard lock for one bucket walk and one copy.
+// - Bounded work per call: no call walks the whole cache or a whole shard while holding a lock.
+//   Expired entries are misses (or stale hits) at lookup and are reclaimed a few at a time by
+//   inserts; eviction is CLOCK (second chance, scan resistant) with a bounded sweep.
+// - Memory: every entry's allocation, its ring slot and the bucket arrays are counted against
+//   the budget; inserts evict to stay within it and never fail for lack of room.
+// - flush() swaps each shard's contents out under its lock and frees them after unlocking;
+//   flush_name() touches one bucket of one shard.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "cache/answer.h"
+#include "cache/render.h"
+#include "dns/query.h"
+#include "dns/wire.h"
+
+namespace nscache::cache {
+
+inline constexpr uint8_t kKeyDo = 1;
+inline constexpr uint8_t kKeyCd = 2;
+
+struct CacheKey {
+    dns::Bytes name;  // uncompressed wire name, lower-cased
+    uint16_t qtype = 0;
+    uint16_t qclass = 0;
+    uint8_t flags = 0;  // kKeyDo | kKeyCd
+};
+
+struct CacheConfig {
+    size_t budget_bytes = size_t{64} << 20;
+    uint32_t stale_ttl_s = 0;  // keep expired entries this long for serve-stale; 0 = drop at expiry
+    size_t shards = 0;         // 0: chosen from the budget
+    uint64_t seed = 0;         // hash seed; 0: a random one
+};
+
+enum class Freshness : uint8_t { Miss, Fresh, Stale };
+
+struct LookupResult {
+    Freshness freshness = Freshness::Miss;
+    size_t length = 0;        // bytes rendered into `out` (Fresh or Stale)
+    bool truncated = false;   // rendered as TC=1 because it did not fit
+    bool prefetch = false;    // a popular entry in the last 10% of its TTL: refresh it now
+};
+
+struct CacheCounters {
+    uint64_t entries = 0;
+    uint64_t bytes = 0;
+    uint64_t budget = 0;
+    uint64_t evictions = 0;
+    uint64_t expirations = 0;
+    uint64_t inserts = 0;
+};
+
+// A copy of one entry, for dump.
+struct EntrySnapshot {
+    std::vector<uint8_t> name;
+    uint16_t qtype = 0;
+    uint16_t qclass = 0;
+    uint8_t key_flags = 0;
+    uint64_t born_ms = 0;
+    PreparedAnswer answer;  // ttl = the fresh lifetime from born_ms
+};
+
+class CacheShard;
+
+class Cache {
+public:
+    explicit Cache(const CacheConfig& config);
+    ~Cache();
+    Cache(const Cache&) = delete;
+    Cache& operator=(const Cache&) = delete;
+
+    // Looks `key` up and, on a hit, renders the answer for `query` into `out` (which must hold
+    // limits.max_size bytes). Stale entries are rendered only with `allow_stale`; otherwise
+    // they report Freshness::Stale with length 0.
+    LookupResult lookup(const CacheKey& key, const dns::Query& query, uint64_t now_ms,
+                        const RenderLimits& limits, std::span<uint8_t> out, bool allow_stale);
+
+    // Stores `answer` under `key` (replacing any entry) if answer.ttl > 0.
+    void insert(const CacheKey& key, const PreparedAnswer& answer, uint64_t now_ms);
+
+    // Stores an entry read back from a dump; `born_ms` may lie in the past.
+    void insert_at(const CacheKey& key, const PreparedAnswer& answer, uint64_t born_ms,
+                   uint64_t now_ms);
+
+    // Removes everything; returns how many entries went.
+    size_t flush();
+    // Removes every entry whose qname is `lower_name`, whatever its type, class or flags.
+    size_t flush_name(dns::Bytes lower_name);
+
+    CacheCounters counters() const;
+
+    // For dump: copies the live entries of one slice of one shard's buckets, under that
+    // shard's lock for that slice only. Slices are numbered 0..slices_per_shard()-1.
+    size_t shard_count() const { return shards_.size(); }
+    size_t slices_per_shard() const;
+    void snapshot_slice(size_t shard, size_t slice, uint64_t now_ms,
+                        std::vector<EntrySnapshot>& out) const;
+
+    uint64_t hash_name(dns::Bytes lower_name) const;
+
+private:
+    CacheShard& shard_for(uint64_t hash) const;
+
+    std::vector<std::unique_ptr<CacheShard>> shards_;
+    uint64_t seed_;
+    size_t budget_;
+    unsigned shard_shift_;
+};
+
+}  // namespace nscache::cache

@@ -1,0 +1,300 @@
+#include "cache/shard.h"
+
+#include <malloc.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace nscache::cache {
+namespace {
+
+// Chains longer than this are refused new entries (see shard.h).
+constexpr size_t kMaxChain = 32;
+// CLOCK gives a visited entry a second chance, but a sweep stops after this many entries and
+// evicts where it stands, so an insert never walks an unbounded stretch of the ring.
+constexpr int kMaxSweep = 64;
+// Expired entries examined per insert: small, constant, and enough to keep up with inserts.
+constexpr int kReclaimSteps = 4;
+// One bucket per this many budget bytes: about one entry per bucket for small answers.
+constexpr size_t kBudgetBytesPerBucket = 128;
+// glibc's per-chunk header, which malloc_usable_size does not include.
+constexpr size_t kMallocHeader = 8;
+constexpr size_t kSliceBuckets = 1024;
+
+size_t accounted_size(const Entry* e) {
+    return malloc_usable_size(const_cast<Entry*>(e)) + kMallocHeader + sizeof(Entry*);
+}
+
+size_t bucket_count_for(size_t budget) {
+    return std::bit_ceil(std::max<size_t>(8, budget / kBudgetBytesPerBucket));
+}
+
+bool key_matches(const Entry* e, uint32_t hash32, const CacheKey& key) {
+    return e->hash32 == hash32 && e->qtype == key.qtype && e->qclass == key.qclass &&
+           e->key_flags == key.flags && e->name_len == key.name.size() &&
+           std::memcmp(e->name(), key.name.data(), key.name.size()) == 0;
+}
+
+Entry* make_entry(const CacheKey& key, uint32_t hash32, const PreparedAnswer& a,
+                  uint64_t born_ms) {
+    const size_t size =
+        Entry::allocation_size(key.name.size(), a.ttl_offsets.size(), a.records.size());
+    void* memory = std::malloc(size);
+    if (memory == nullptr) return nullptr;
+    auto* e = static_cast<Entry*>(memory);
+    e->next = nullptr;
+    e->born_ms = born_ms;
+    e->ttl_s = a.ttl;
+    e->hash32 = hash32;
+    e->ring_slot = 0;
+    e->qtype = key.qtype;
+    e->qclass = key.qclass;
+    e->ancount = a.ancount;
+    e->nscount = a.nscount;
+    e->arcount = a.arcount;
+    e->records_len = static_cast<uint16_t>(a.records.size());
+    e->ttl_count = static_cast<uint16_t>(a.ttl_offsets.size());
+    e->name_len = static_cast<uint8_t>(key.name.size());
+    e->key_flags = key.flags;
+    e->rcode = a.rcode;
+    e->kind_ad = static_cast<uint8_t>(static_cast<uint8_t>(a.kind) | (a.ad ? 0x80 : 0));
+    e->visited = 0;
+    e->prefetch_taken = 0;
+    auto* offsets = reinterpret_cast<uint16_t*>(e + 1);
+    std::memcpy(offsets, a.ttl_offsets.data(), a.ttl_offsets.size() * sizeof(uint16_t));
+    std::memcpy(const_cast<uint8_t*>(e->name()), key.name.data(), key.name.size());
+    std::memcpy(const_cast<uint8_t*>(e->records()), a.records.data(), a.records.size());
+    return e;
+}
+
+}  // namespace
+
+CacheShard::CacheShard(size_t budget_bytes, uint32_t stale_ttl_s)
+    : stale_ms_(uint64_t{stale_ttl_s} * 1000),
+      bucket_count_(bucket_count_for(budget_bytes)),
+      entry_budget_(budget_bytes > bucket_count_ * sizeof(Entry*)
+                        ? budget_bytes - bucket_count_ * sizeof(Entry*)
+                        : 0) {
+    auto s = state_.lock();
+    s->buckets.assign(bucket_count_, nullptr);
+    s->ring.reserve(bucket_count_);
+}
+
+CacheShard::~CacheShard() { flush(); }
+
+bool CacheShard::is_dead(const Entry* e, uint64_t now_ms) const {
+    return now_ms >= e->expires_ms() + stale_ms_;
+}
+
+void CacheShard::remove(State& s, Entry* e) {
+    Entry** link = &s.buckets[e->hash32 & (bucket_count_ - 1)];
+    while (*link != e) link = &(*link)->next;
+    *link = e->next;
+
+    Entry* last = s.ring.back();
+    s.ring[e->ring_slot] = last;
+    last->ring_slot = e->ring_slot;
+    s.ring.pop_back();
+    if (s.hand >= s.ring.size()) s.hand = 0;
+    if (s.reclaim_cursor >= s.ring.size()) s.reclaim_cursor = 0;
+
+    const size_t size = accounted_size(e);
+    s.bytes -= size;
+    entries_.fetch_sub(1, std::memory_order_relaxed);
+    bytes_.fetch_sub(size, std::memory_order_relaxed);
+    std::free(e);
+}
+
+void CacheShard::evict_one(State& s, uint64_t now_ms) {
+    for (int step = 0; step < kMaxSweep; ++step) {
+        if (s.hand >= s.ring.size()) s.hand = 0;
+        Entry* e = s.ring[s.hand];
+        if (is_dead(e, now_ms)) {
+            remove(s, e);
+            expirations_.fetch_add(1, std::memory_order_relaxed);
+            return;
+        }
+        if (e->visited && step + 1 < kMaxSweep) {
+            e->visited = 0;
+            ++s.hand;
+            continue;
+        }
+        remove(s, e);
+        // The ring's last (newest) entry now sits under the hand: step past it so that it,
+        // too, waits a full turn before it can be evicted.
+        ++s.hand;
+        evictions_.fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
+}
+
+void CacheShard::reclaim_expired(State& s, uint64_t now_ms, int steps) {
+    for (int i = 0; i < steps && !s.ring.empty(); ++i) {
+        if (s.reclaim_cursor >= s.ring.size()) s.reclaim_cursor = 0;
+        Entry* e = s.ring[s.reclaim_cursor];
+        if (is_dead(e, now_ms)) {
+            remove(s, e);  // another entry moved into this slot: look at it next
+            expirations_.fetch_add(1, std::memory_order_relaxed);
+        } else {
+            ++s.reclaim_cursor;
+        }
+    }
+}
+
+LookupResult CacheShard::lookup(const CacheKey& key, uint64_t hash, const dns::Query& query,
+                                uint64_t now_ms, const RenderLimits& limits,
+                                std::span<uint8_t> out, bool allow_stale) {
+    LookupResult result;
+    const auto hash32 = static_cast<uint32_t>(hash >> 32);
+    auto s = state_.lock();
+    Entry* e = s->buckets[hash32 & (bucket_count_ - 1)];
+    while (e != nullptr && !key_matches(e, hash32, key)) e = e->next;
+    if (e == nullptr) return result;
+
+    const uint64_t expires = e->expires_ms();
+    if (now_ms < expires) {
+        result.freshness = Freshness::Fresh;
+        const auto age_s = static_cast<uint32_t>((now_ms - e->born_ms) / 1000);
+        result.length =
+            render_answer(e->view(), query, age_s, false, limits, out, &result.truncated);
+        // Prefetch (refresh before expiry) only what was asked for before this hit too.
+        const uint64_t remaining = expires - now_ms;
+        if (e->visited && !e->prefetch_taken && remaining * 10 < uint64_t{e->ttl_s} * 1000) {
+            e->prefetch_taken = 1;
+            result.prefetch = true;
+        }
+        e->visited = 1;
+        return result;
+    }
+    if (is_dead(e, now_ms)) {
+        remove(*s, e);
+        expirations_.fetch_add(1, std::memory_order_relaxed);
+        return result;
+    }
+    result.freshness = Freshness::Stale;
+    if (allow_stale) {
+        result.length = render_answer(e->view(), query, 0, true, limits, out, &result.truncated);
+    }
+    return result;
+}
+
+void CacheShard::insert(const CacheKey& key, uint64_t hash, const PreparedAnswer& answer,
+                        uint64_t born_ms, uint64_t now_ms) {
+    const auto hash32 = static_cast<uint32_t>(hash >> 32);
+    Entry* fresh = make_entry(key, hash32, answer, born_ms);
+    if (fresh == nullptr) return;
+    const size_t cost = accounted_size(fresh);
+    // One answer may not take more than a quarter of a shard: it would flush the rest.
+    if (cost > entry_budget_ / 4) {
+        std::free(fresh);
+        return;
+    }
+
+    auto s = state_.lock();
+    Entry** head = &s->buckets[hash32 & (bucket_count_ - 1)];
+    size_t chain = 0;
+    for (Entry* e = *head; e != nullptr; e = e->next, ++chain) {
+        if (key_matches(e, hash32, key)) {
+            fresh->visited = e->visited;  // a refreshed entry keeps its popularity
+            remove(*s, e);
+            chain = 0;
+            break;
+        }
+    }
+    if (chain >= kMaxChain) {
+        std::free(fresh);
+        return;
+    }
+    reclaim_expired(*s, now_ms, kReclaimSteps);
+    while (s->bytes + cost > entry_budget_ && !s->ring.empty()) evict_one(*s, now_ms);
+
+    fresh->next = *head;
+    *head = fresh;
+    fresh->ring_slot = static_cast<uint32_t>(s->ring.size());
+    s->ring.push_back(fresh);
+    s->bytes += cost;
+    entries_.fetch_add(1, std::memory_order_relaxed);
+    bytes_.fetch_add(cost, std::memory_order_relaxed);
+    inserts_.fetch_add(1, std::memory_order_relaxed);
+}
+
+size_t CacheShard::flush() {
+    std::vector<Entry*> fresh_buckets(bucket_count_, nullptr);
+    std::vector<Entry*> old_ring;
+    old_ring.reserve(bucket_count_);
+    {
+        auto s = state_.lock();
+        s->buckets.swap(fresh_buckets);
+        s->ring.swap(old_ring);
+        s->hand = 0;
+        s->reclaim_cursor = 0;
+        s->bytes = 0;
+        entries_.store(0, std::memory_order_relaxed);
+        bytes_.store(0, std::memory_order_relaxed);
+    }
+    // Freed after unlocking: queries on this shard waited only for the swap.
+    for (Entry* e : old_ring) std::free(e);
+    return old_ring.size();
+}
+
+size_t CacheShard::flush_name(dns::Bytes lower_name, uint64_t hash) {
+    const auto hash32 = static_cast<uint32_t>(hash >> 32);
+    size_t removed = 0;
+    auto s = state_.lock();
+    Entry* e = s->buckets[hash32 & (bucket_count_ - 1)];
+    while (e != nullptr) {
+        Entry* next = e->next;
+        if (e->hash32 == hash32 && e->name_len == lower_name.size() &&
+            std::memcmp(e->name(), lower_name.data(), lower_name.size()) == 0) {
+            remove(*s, e);
+            ++removed;
+        }
+        e = next;
+    }
+    return removed;
+}
+
+size_t CacheShard::slice_count() const {
+    return (bucket_count_ + kSliceBuckets - 1) / kSliceBuckets;
+}
+
+void CacheShard::snapshot_slice(size_t slice, uint64_t now_ms, std::vector<EntrySnapshot>& out) {
+    const size_t begin = slice * kSliceBuckets;
+    const size_t end = std::min(bucket_count_, begin + kSliceBuckets);
+    auto s = state_.lock();
+    for (size_t b = begin; b < end; ++b) {
+        for (const Entry* e = s->buckets[b]; e != nullptr; e = e->next) {
+            if (is_dead(e, now_ms)) continue;
+            EntrySnapshot snap;
+            snap.name.assign(e->name(), e->name() + e->name_len);
+            snap.qtype = e->qtype;
+            snap.qclass = e->qclass;
+            snap.key_flags = e->key_flags;
+            snap.born_ms = e->born_ms;
+            PreparedAnswer& a = snap.answer;
+            a.kind = e->kind();
+            a.rcode = e->rcode;
+            a.ad = (e->kind_ad & 0x80) != 0;
+            a.ancount = e->ancount;
+            a.nscount = e->nscount;
+            a.arcount = e->arcount;
+            a.ttl = e->ttl_s;
+            a.records.assign(e->records(), e->records() + e->records_len);
+            a.ttl_offsets.assign(e->ttl_offsets(), e->ttl_offsets() + e->ttl_count);
+            out.push_back(std::move(snap));
+        }
+    }
+}
+
+void CacheShard::add_counters(CacheCounters& c) const {
+    c.entries += entries_.load(std::memory_order_relaxed);
+    c.bytes += bytes_.load(std::memory_order_relaxed) + bucket_count_ * sizeof(Entry*);
+    c.evictions += evictions_.load(std::memory_order_relaxed);
+    c.expirations += expirations_.load(std::memory_order_relaxed);
+    c.inserts += inserts_.load(std::memory_order_relaxed);
+}
+
+}  // namespace nscache::cache

@@ -1,0 +1,67 @@
+// One shard of the cache: a fixed-size chained hash table and a CLOCK ring over its entries,
+// behind one mutex. Internal to cache/; Cache picks the shard from the name's hash.
+//
+// Buckets are chosen by the name's hash alone (not the type), so all entries of one name share
+// a chain and flush_name is one chain walk. Chains are capped, so a client asking one name
+// for thousands of types cannot build a long chain.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "cache/cache.h"
+#include "cache/entry.h"
+#include "common/guarded.h"
+
+namespace nscache::cache {
+
+class CacheShard {
+public:
+    CacheShard(size_t budget_bytes, uint32_t stale_ttl_s);
+    ~CacheShard();
+
+    LookupResult lookup(const CacheKey& key, uint64_t hash, const dns::Query& query,
+                        uint64_t now_ms, const RenderLimits& limits, std::span<uint8_t> out,
+                        bool allow_stale);
+    void insert(const CacheKey& key, uint64_t hash, const PreparedAnswer& answer,
+                uint64_t born_ms, uint64_t now_ms);
+    size_t flush();
+    size_t flush_name(dns::Bytes lower_name, uint64_t hash);
+
+    size_t slice_count() const;
+    void snapshot_slice(size_t slice, uint64_t now_ms, std::vector<EntrySnapshot>& out);
+
+    void add_counters(CacheCounters& c) const;
+
+private:
+    struct State {
+        std::vector<Entry*> buckets;
+        std::vector<Entry*> ring;  // CLOCK order; no holes (removal moves the last entry in)
+        size_t hand = 0;            // eviction sweep position
+        size_t reclaim_cursor = 0;  // expiry sweep position
+        size_t bytes = 0;           // accounted bytes of the entries
+    };
+
+    bool is_dead(const Entry* e, uint64_t now_ms) const;
+    // Unlinks `e` from its chain and the ring and frees it.
+    void remove(State& s, Entry* e);
+    void evict_one(State& s, uint64_t now_ms);
+    void reclaim_expired(State& s, uint64_t now_ms, int steps);
+
+    const uint64_t stale_ms_;
+    const size_t bucket_count_;
+    const size_t entry_budget_;  // budget minus the bucket array
+    Guarded<State> state_;
+
+    // Written under the lock, read by stats without it.
+    std::atomic<uint64_t> entries_{0};
+    std::atomic<uint64_t> bytes_{0};
+    std::atomic<uint64_t> evictions_{0};
+    std::atomic<uint64_t> expirations_{0};
+    std::atomic<uint64_t> inserts_{0};
+};
+
+}  // namespace nscache::cache

@@ -1,0 +1,22 @@
+// Monotonic time in milliseconds, the unit every TTL and timer in nscache is kept in.
+// Reading it is a vDSO call, no system call.
+#pragma once
+
+#include <cstdint>
+#include <ctime>
+
+namespace nscache {
+
+inline uint64_t monotonic_ms() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
+}
+
+inline uint64_t wall_ms() {
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
+}
+
+}  // namespace nscache

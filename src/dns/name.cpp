@@ -1,0 +1,174 @@
+#include "dns/name.h"
+
+#include <cstdio>
+
+namespace nscache::dns {
+namespace {
+
+constexpr uint8_t kPointerMask = 0xC0;
+
+// Shared walker: calls on_label(label_bytes, length) for each label, in order, then returns
+// the extent. `allow_pointers` false rejects any compression pointer.
+template <typename OnLabel>
+std::optional<NameExtent> walk_name(Bytes msg, size_t offset, bool allow_pointers,
+                                    OnLabel&& on_label) {
+    size_t pos = offset;
+    size_t end = 0;  // set once, at the first pointer
+    size_t pointer_limit = offset;
+    size_t wire_length = 0;
+    for (;;) {
+        if (pos >= msg.size()) return std::nullopt;
+        const uint8_t len = msg[pos];
+        if ((len & kPointerMask) == kPointerMask) {
+            if (!allow_pointers || pos + 1 >= msg.size()) return std::nullopt;
+            const size_t target = static_cast<size_t>(len & 0x3F) << 8 | msg[pos + 1];
+            if (target >= pointer_limit) return std::nullopt;  // forward or looping pointer
+            if (end == 0) end = pos + 2;
+            pointer_limit = target;
+            pos = target;
+            continue;
+        }
+        if ((len & kPointerMask) != 0) return std::nullopt;  // 0x40/0x80: obsolete label types
+        wire_length += 1 + len;
+        if (wire_length > kMaxNameLength) return std::nullopt;
+        if (len == 0) {
+            if (end == 0) end = pos + 1;
+            return NameExtent{end, wire_length};
+        }
+        if (pos + 1 + len > msg.size()) return std::nullopt;
+        on_label(msg.data() + pos + 1, len);
+        pos += 1 + len;
+    }
+}
+
+bool needs_escape(uint8_t c) {
+    switch (c) {
+        case '.': case '\\': case '(': case ')': case ';': case '"': case '$': case '@':
+            return true;
+        default:
+            return c <= 0x20 || c >= 0x7F;
+    }
+}
+
+}  // namespace
+
+std::optional<NameExtent> skip_name(Bytes msg, size_t offset) {
+    return walk_name(msg, offset, true, [](const uint8_t*, uint8_t) {});
+}
+
+std::optional<NameExtent> skip_uncompressed_name(Bytes msg, size_t offset) {
+    return walk_name(msg, offset, false, [](const uint8_t*, uint8_t) {});
+}
+
+std::optional<size_t> read_name_lower(Bytes msg, size_t offset, NameBuffer& out) {
+    size_t n = 0;
+    auto extent = walk_name(msg, offset, true, [&](const uint8_t* label, uint8_t len) {
+        out.bytes[n++] = len;
+        for (uint8_t i = 0; i < len; ++i) out.bytes[n++] = ascii_lower(label[i]);
+    });
+    if (!extent) return std::nullopt;
+    out.bytes[n++] = 0;
+    out.length = static_cast<uint8_t>(n);
+    return extent->end;
+}
+
+void lower_name(Bytes name, NameBuffer& out) {
+    for (size_t i = 0; i < name.size(); ++i) out.bytes[i] = ascii_lower(name[i]);
+    out.length = static_cast<uint8_t>(name.size());
+}
+
+bool names_equal_ci(Bytes a, Bytes b) {
+    if (a.size() != b.size()) return false;
+    // Length bytes are below 64 and so unaffected by ascii_lower: one loop compares both.
+    for (size_t i = 0; i < a.size(); ++i) {
+        if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
+    }
+    return true;
+}
+
+std::optional<NameBuffer> name_from_text(std::string_view text) {
+    NameBuffer out;
+    if (text == ".") {
+        out.bytes[0] = 0;
+        out.length = 1;
+        return out;
+    }
+    if (text.empty()) return std::nullopt;
+    size_t n = 0;           // bytes written to out
+    size_t label_start = 0;  // where the current label's length byte goes
+    auto begin_label = [&]() -> bool {
+        if (n >= kMaxNameLength) return false;
+        label_start = n++;
+        return true;
+    };
+    auto end_label = [&]() -> bool {
+        const size_t len = n - label_start - 1;
+        if (len == 0 || len > kMaxLabelLength) return false;
+        out.bytes[label_start] = static_cast<uint8_t>(len);
+        return true;
+    };
+    if (!begin_label()) return std::nullopt;
+    for (size_t i = 0; i < text.size(); ++i) {
+        uint8_t c = static_cast<uint8_t>(text[i]);
+        if (c == '.') {
+            if (!end_label()) return std::nullopt;
+            if (i + 1 == text.size()) break;  // trailing dot: fully qualified
+            if (!begin_label()) return std::nullopt;
+            continue;
+        }
+        if (c == '\\') {
+            if (i + 1 >= text.size()) return std::nullopt;
+            const char d0 = text[i + 1];
+            if (d0 >= '0' && d0 <= '9') {
+                if (i + 3 >= text.size()) return std::nullopt;
+                int value = 0;
+                for (int k = 1; k <= 3; ++k) {
+                    const char d = text[i + k];
+                    if (d < '0' || d > '9') return std::nullopt;
+                    value = value * 10 + (d - '0');
+                }
+                if (value > 255) return std::nullopt;
+                c = static_cast<uint8_t>(value);
+                i += 3;
+            } else {
+                c = static_cast<uint8_t>(d0);
+                i += 1;
+            }
+        }
+        if (n >= kMaxNameLength - 1) return std::nullopt;  // leave room for the root label
+        out.bytes[n++] = c;
+        if (i + 1 == text.size() && !end_label()) return std::nullopt;
+    }
+    if (n >= kMaxNameLength) return std::nullopt;
+    out.bytes[n++] = 0;
+    out.length = static_cast<uint8_t>(n);
+    return out;
+}
+
+std::string name_to_text(Bytes wire_name) {
+    std::string text;
+    size_t pos = 0;
+    while (pos < wire_name.size() && wire_name[pos] != 0) {
+        const uint8_t len = wire_name[pos++];
+        for (uint8_t i = 0; i < len && pos < wire_name.size(); ++i, ++pos) {
+            const uint8_t c = wire_name[pos];
+            if (needs_escape(c)) {
+                if (c > 0x20 && c < 0x7F) {
+                    text += '\\';
+                    text += static_cast<char>(c);
+                } else {
+                    char buf[5];
+                    std::snprintf(buf, sizeof buf, "\\%03u", c);
+                    text += buf;
+                }
+            } else {
+                text += static_cast<char>(c);
+            }
+        }
+        text += '.';
+    }
+    if (text.empty()) return std::string(1, '.');
+    return text;
+}
+
+}  // namespace nscache::dns

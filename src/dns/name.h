@@ -1,0 +1,60 @@
+// Domain names in wire format (RFC 1035 §3.1, §4.1.4): walking, expanding and comparing,
+// plus conversion to and from presentation text. Pure functions on byte spans.
+//
+// Compression pointers are followed only backwards, each to an offset smaller than the one
+// before, so a name always terminates: a loop or a forward pointer is a parse error. Real
+// servers only ever point backwards, to names they already wrote.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "dns/wire.h"
+
+namespace nscache::dns {
+
+// A name buffer large enough for any valid name.
+struct NameBuffer {
+    uint8_t bytes[kMaxNameLength];
+    uint8_t length = 0;
+
+    Bytes view() const { return Bytes(bytes, length); }
+};
+
+// Where a name that starts at some offset ends in the message (the offset just after its
+// last label or pointer), and its expanded wire length.
+struct NameExtent {
+    size_t end = 0;
+    size_t wire_length = 0;
+};
+
+// Walks a possibly compressed name at `offset`. nullopt for a truncated name, a label over 63
+// bytes, an expanded name over 255 bytes, a reserved label type, or a bad pointer.
+std::optional<NameExtent> skip_name(Bytes msg, size_t offset);
+
+// A name that must not be compressed (a query's question): same checks, and any pointer is
+// an error.
+std::optional<NameExtent> skip_uncompressed_name(Bytes msg, size_t offset);
+
+// Expands the name at `offset` into `out`, lower-cased, following pointers. Returns the
+// offset after the name in the message, or nullopt as for skip_name.
+std::optional<size_t> read_name_lower(Bytes msg, size_t offset, NameBuffer& out);
+
+// Lower-cases an uncompressed wire name into `out`. The input must be valid.
+void lower_name(Bytes name, NameBuffer& out);
+
+// Case-insensitive comparison of two uncompressed wire names.
+bool names_equal_ci(Bytes a, Bytes b);
+
+// "www.Example.com" or "www.example.com." -> wire format, case kept. Accepts \DDD and \X
+// escapes. nullopt for an empty label, a label over 63 bytes or a name over 255.
+std::optional<NameBuffer> name_from_text(std::string_view text);
+
+// Wire format (uncompressed) -> presentation text with a trailing dot; bytes outside
+// printable ASCII and the characters . \ ( ) ; " $ @ are escaped.
+std::string name_to_text(Bytes wire_name);
+
+}  // namespace nscache::dns

@@ -1,0 +1,58 @@
+// The forwarder's side of the wire: writing a query for an upstream server, checking that an
+// answer belongs to it, and walking the answer's records. Pure functions on byte spans.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "dns/wire.h"
+
+namespace nscache::dns {
+
+struct UpstreamQuestion {
+    Bytes qname;  // uncompressed wire name, lower-cased
+    uint16_t qtype = 0;
+    uint16_t qclass = 0;
+    bool do_bit = false;  // ask for DNSSEC records (RFC 3225)
+    bool cd = false;      // checking disabled (RFC 4035 §3.2.2)
+};
+
+// Writes a recursive query with an OPT record advertising `udp_size`. `out` must hold
+// kMaxUpstreamQuery bytes. Returns the length.
+inline constexpr size_t kMaxUpstreamQuery = kHeaderSize + kMaxNameLength + 4 + 11;
+size_t write_upstream_query(const UpstreamQuestion& q, uint16_t id, uint16_t udp_size,
+                            std::span<uint8_t> out);
+
+// True when `msg` is a response (QR=1, opcode QUERY) with our ID and exactly our question
+// (name compared without regard to case). Anything else is a forgery or a stray.
+bool answers_question(Bytes msg, uint16_t id, const UpstreamQuestion& q);
+
+enum class Section : uint8_t { Answer, Authority, Additional };
+
+struct ScannedRecord {
+    size_t ttl_offset = 0;
+    uint32_t ttl = 0;
+    uint16_t type = 0;
+    Section section = Section::Answer;
+    uint32_t soa_minimum = 0;  // for an SOA record only
+};
+
+// The structure of a whole response, every record checked.
+struct ScannedResponse {
+    Header header;
+    size_t records_offset = 0;   // just after the question
+    size_t records_end = 0;      // end of the last record that is not the OPT
+    bool has_opt = false;
+    bool opt_is_last = true;     // the OPT is the message's last record
+    uint16_t extended_rcode = 0;  // RCODE with the OPT's high bits
+    std::vector<ScannedRecord> records;  // every record but the OPT, in message order
+};
+
+// Walks every record of a response with exactly one question. False when anything is
+// malformed: a bad name, a record past the end, bad rdata in a name-bearing type, an OPT
+// outside the additional section or twice.
+bool scan_response(Bytes msg, ScannedResponse& out);
+
+}  // namespace nscache::dns

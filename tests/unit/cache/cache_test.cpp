@@ -1,0 +1,210 @@
+#include "cache/cache.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <string>
+
+#include "cache_test_support.h"
+
+namespace nscache::cache {
+namespace {
+
+using testing::ClientQuery;
+using testing::positive_answer;
+using testing::prepare;
+
+constexpr uint64_t kStart = 1'000'000;  // an arbitrary monotonic "now", in ms
+
+class CacheTest : public ::testing::Test {
+protected:
+    CacheKey key_for(const ClientQuery& q) const {
+        return CacheKey{q.lower.view(), q.query().qtype, q.query().qclass, 0};
+    }
+    void store(Cache& cache, std::string_view name, uint32_t ttl, uint64_t now) {
+        ClientQuery q(name, dns::rtype::A);
+        auto a = prepare(positive_answer(name, {ttl}), TtlPolicy{});
+        ASSERT_TRUE(a);
+        cache.insert(key_for(q), *a, now);
+    }
+    LookupResult find(Cache& cache, std::string_view name, uint64_t now,
+                      bool allow_stale = false) {
+        ClientQuery q(name, dns::rtype::A);
+        return cache.lookup(key_for(q), q.query(), now, RenderLimits{}, out_, allow_stale);
+    }
+    uint32_t first_ttl(const LookupResult& r, std::string_view name) const {
+        // header + question (name + 4) + pointer(2) type(2) class(2) -> TTL
+        const size_t at = 12 + dns::name_from_text(name)->length + 4 + 6;
+        EXPECT_GT(r.length, at + 4);
+        return dns::read_u32(&out_[at]);
+    }
+
+    std::array<uint8_t, 4096> out_{};
+};
+
+TEST_F(CacheTest, HitRendersClientIdAndQuestionCase) {
+    Cache cache(CacheConfig{.budget_bytes = 1 << 20});
+    store(cache, "www.example.test", 300, kStart);
+    ClientQuery q("WwW.ExAmple.TEST", dns::rtype::A, 0xABCD);
+    auto r = cache.lookup(key_for(q), q.query(), kStart, RenderLimits{}, out_, false);
+    ASSERT_EQ(r.freshness, Freshness::Fresh);
+    const auto h = dns::read_header(dns::Bytes(out_.data(), r.length));
+    EXPECT_EQ(h.id, 0xABCD);
+    EXPECT_EQ(h.ancount, 1);
+    EXPECT_EQ(h.arcount, 0);  // the client sent no OPT
+    EXPECT_TRUE(std::equal(q.query().question.begin(), q.query().question.end(), out_.begin() + 12));
+}
+
+TEST_F(CacheTest, TtlCountsDownAndEntryExpires) {
+    Cache cache(CacheConfig{.budget_bytes = 1 << 20});
+    store(cache, "a.example.test", 10, kStart);
+    EXPECT_EQ(first_ttl(find(cache, "a.example.test", kStart), "a.example.test"), 10u);
+    EXPECT_EQ(first_ttl(find(cache, "a.example.test", kStart + 3500), "a.example.test"), 7u);
+    EXPECT_EQ(first_ttl(find(cache, "a.example.test", kStart + 9999), "a.example.test"), 1u);
+    EXPECT_EQ(find(cache, "a.example.test", kStart + 10000).freshness, Freshness::Miss);
+    EXPECT_EQ(cache.counters().entries, 0u);
+    EXPECT_EQ(cache.counters().expirations, 1u);
+}
+
+TEST_F(CacheTest, KeyIncludesTypeAndFlags) {
+    Cache cache(CacheConfig{.budget_bytes = 1 << 20});
+    store(cache, "a.example.test", 300, kStart);
+    ClientQuery aaaa("a.example.test", dns::rtype::AAAA);
+    auto key = key_for(aaaa);
+    EXPECT_EQ(cache.lookup(key, aaaa.query(), kStart, RenderLimits{}, out_, false).freshness,
+              Freshness::Miss);
+    ClientQuery a("a.example.test", dns::rtype::A);
+    key = key_for(a);
+    key.flags = kKeyDo;
+    EXPECT_EQ(cache.lookup(key, a.query(), kStart, RenderLimits{}, out_, false).freshness,
+              Freshness::Miss);
+}
+
+TEST_F(CacheTest, NegativeEntryServesSoaCountingDown) {
+    Cache cache(CacheConfig{.budget_bytes = 1 << 20});
+    ClientQuery q("nx.example.test", dns::rtype::A);
+    auto a = prepare(testing::negative_answer("nx.example.test", dns::Rcode::NxDomain, 600, 60),
+                     TtlPolicy{});
+    cache.insert(key_for(q), *a, kStart);
+    auto r = cache.lookup(key_for(q), q.query(), kStart + 20'000, RenderLimits{}, out_, false);
+    ASSERT_EQ(r.freshness, Freshness::Fresh);
+    const auto h = dns::read_header(dns::Bytes(out_.data(), r.length));
+    EXPECT_EQ(h.rcode(), 3);
+    EXPECT_EQ(h.nscount, 1);
+    const size_t soa_ttl_at = 12 + q.query().question.size() + 14 + 4;  // owner "example.test" is 14 bytes
+    EXPECT_EQ(dns::read_u32(&out_[soa_ttl_at]), 40u);
+    EXPECT_EQ(cache.lookup(key_for(q), q.query(), kStart + 60'000, RenderLimits{}, out_, false)
+                  .freshness,
+              Freshness::Miss);
+}
+
+TEST_F(CacheTest, StaysWithinBudgetByEvicting) {
+    const size_t budget = 256 << 10;
+    Cache cache(CacheConfig{.budget_bytes = budget, .shards = 4});
+    for (int i = 0; i < 20000; ++i) store(cache, "n" + std::to_string(i) + ".example.test", 300, kStart);
+    const auto c = cache.counters();
+    EXPECT_LE(c.bytes, budget);
+    EXPECT_GT(c.evictions, 0u);
+    EXPECT_GT(c.entries, 1000u);  // full, not refusing: most of the budget holds entries
+    EXPECT_EQ(find(cache, "n19999.example.test", kStart).freshness, Freshness::Fresh);
+}
+
+TEST_F(CacheTest, ClockKeepsEntriesThatAreHit) {
+    // One shard so the sweep order is the insertion order.
+    Cache cache(CacheConfig{.budget_bytes = 64 << 10, .shards = 1});
+    store(cache, "hot.example.test", 3000, kStart);
+    for (int i = 0; i < 5000; ++i) {
+        store(cache, "cold" + std::to_string(i) + ".example.test", 3000, kStart);
+        ASSERT_EQ(find(cache, "hot.example.test", kStart).freshness, Freshness::Fresh) << i;
+    }
+    EXPECT_GT(cache.counters().evictions, 1000u);
+}
+
+TEST_F(CacheTest, InsertsReclaimExpiredEntries) {
+    Cache cache(CacheConfig{.budget_bytes = 1 << 20, .shards = 1});
+    for (int i = 0; i < 100; ++i) store(cache, "old" + std::to_string(i) + ".example.test", 5, kStart);
+    for (int i = 0; i < 100; ++i) {
+        store(cache, "new" + std::to_string(i) + ".example.test", 300, kStart + 10'000);
+    }
+    const auto c = cache.counters();
+    EXPECT_EQ(c.entries, 100u);
+    EXPECT_EQ(c.expirations, 100u);
+    EXPECT_EQ(c.evictions, 0u);
+}
+
+TEST_F(CacheTest, StaleEntriesServedOnlyWhenAllowed) {
+    Cache cache(CacheConfig{.budget_bytes = 1 << 20, .stale_ttl_s = 3600});
+    store(cache, "s.example.test", 10, kStart);
+    const uint64_t later = kStart + 60'000;
+    auto r = find(cache, "s.example.test", later);
+    EXPECT_EQ(r.freshness, Freshness::Stale);
+    EXPECT_EQ(r.length, 0u);
+    r = find(cache, "s.example.test", later, true);
+    ASSERT_EQ(r.freshness, Freshness::Stale);
+    EXPECT_EQ(first_ttl(r, "s.example.test"), kStaleAnswerTtl);
+    EXPECT_EQ(find(cache, "s.example.test", kStart + 10'000 + 3'600'000, true).freshness,
+              Freshness::Miss);
+}
+
+TEST_F(CacheTest, PrefetchOnceForPopularEntryNearExpiry) {
+    Cache cache(CacheConfig{.budget_bytes = 1 << 20});
+    store(cache, "p.example.test", 100, kStart);
+    EXPECT_FALSE(find(cache, "p.example.test", kStart).prefetch);
+    EXPECT_FALSE(find(cache, "p.example.test", kStart + 80'000).prefetch);  // 20% left
+    EXPECT_TRUE(find(cache, "p.example.test", kStart + 95'000).prefetch);
+    EXPECT_FALSE(find(cache, "p.example.test", kStart + 96'000).prefetch);  // single flight
+
+    store(cache, "once.example.test", 100, kStart);  // never hit before: not popular
+    EXPECT_FALSE(find(cache, "once.example.test", kStart + 95'000).prefetch);
+}
+
+TEST_F(CacheTest, FlushRemovesEverything) {
+    Cache cache(CacheConfig{.budget_bytes = 1 << 20});
+    for (int i = 0; i < 50; ++i) store(cache, "f" + std::to_string(i) + ".example.test", 300, kStart);
+    EXPECT_EQ(cache.flush(), 50u);
+    EXPECT_EQ(cache.counters().entries, 0u);
+    EXPECT_EQ(find(cache, "f1.example.test", kStart).freshness, Freshness::Miss);
+    store(cache, "f1.example.test", 300, kStart);
+    EXPECT_EQ(find(cache, "f1.example.test", kStart).freshness, Freshness::Fresh);
+}
+
+TEST_F(CacheTest, FlushNameRemovesOnlyThatName) {
+    Cache cache(CacheConfig{.budget_bytes = 1 << 20});
+    store(cache, "keep.example.test", 300, kStart);
+    store(cache, "drop.example.test", 300, kStart);
+    ClientQuery aaaa("drop.example.test", dns::rtype::AAAA);
+    cache.insert(key_for(aaaa), *prepare(positive_answer("drop.example.test", {300}), TtlPolicy{}),
+                 kStart);
+    EXPECT_EQ(cache.flush_name(dns::name_from_text("drop.example.test")->view()), 2u);
+    EXPECT_EQ(find(cache, "drop.example.test", kStart).freshness, Freshness::Miss);
+    EXPECT_EQ(find(cache, "keep.example.test", kStart).freshness, Freshness::Fresh);
+}
+
+TEST_F(CacheTest, TooBigForClientGetsTruncatedAnswer) {
+    Cache cache(CacheConfig{.budget_bytes = 1 << 20});
+    std::initializer_list<uint32_t> many = {300, 300, 300, 300, 300, 300, 300, 300, 300, 300,
+                                            300, 300, 300, 300, 300, 300, 300, 300, 300, 300,
+                                            300, 300, 300, 300, 300, 300, 300, 300, 300, 300};
+    ClientQuery q("big.example.test", dns::rtype::A);
+    cache.insert(key_for(q), *prepare(positive_answer("big.example.test", many), TtlPolicy{}), kStart);
+    auto r = cache.lookup(key_for(q), q.query(), kStart, RenderLimits{.max_size = 200}, out_, false);
+    ASSERT_EQ(r.freshness, Freshness::Fresh);
+    EXPECT_TRUE(r.truncated);
+    const auto h = dns::read_header(dns::Bytes(out_.data(), r.length));
+    EXPECT_TRUE(h.has(dns::flag::TC));
+    EXPECT_EQ(h.ancount, 0);
+    r = cache.lookup(key_for(q), q.query(), kStart, RenderLimits{.max_size = 65535}, out_, false);
+    EXPECT_FALSE(r.truncated);
+    EXPECT_EQ(dns::read_header(dns::Bytes(out_.data(), r.length)).ancount, 30);
+}
+
+TEST_F(CacheTest, ReplacingAnEntryKeepsOneCopy) {
+    Cache cache(CacheConfig{.budget_bytes = 1 << 20});
+    store(cache, "r.example.test", 300, kStart);
+    store(cache, "r.example.test", 600, kStart + 1000);
+    EXPECT_EQ(cache.counters().entries, 1u);
+    EXPECT_EQ(first_ttl(find(cache, "r.example.test", kStart + 1000), "r.example.test"), 600u);
+}
+
+}  // namespace
+}  // namespace nscache::cache

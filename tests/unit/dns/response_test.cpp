@@ -1,0 +1,115 @@
+#include "dns/response.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+
+#include "dns/name.h"
+#include "wire_builder.h"
+
+namespace nscache::dns {
+namespace {
+
+using testing::WireBuilder;
+
+struct Fixture {
+    NameBuffer qname = *name_from_text("www.example.test");
+    UpstreamQuestion question() const { return {qname.view(), rtype::A, kClassIN, false, false}; }
+};
+
+TEST(WriteUpstreamQuery, IsAQueryWeCanParse) {
+    Fixture f;
+    std::array<uint8_t, kMaxUpstreamQuery> out{};
+    auto q = f.question();
+    q.do_bit = true;
+    const size_t n = write_upstream_query(q, 0x4242, 1232, out);
+    const Header h = read_header(Bytes(out.data(), n));
+    EXPECT_EQ(h.id, 0x4242);
+    EXPECT_TRUE(h.has(flag::RD));
+    EXPECT_EQ(h.arcount, 1);
+    EXPECT_EQ(n, 12u + 18 + 4 + 11);
+}
+
+WireBuilder answer_for(uint16_t id, std::string_view qname, uint16_t qtype) {
+    WireBuilder b;
+    b.header(id, flag::QR | flag::RD | flag::RA, 1, 1).question(qname, qtype);
+    b.name_then_pointer("", 12).rr_fixed(rtype::A, 300, 4).raw({192, 0, 2, 1});
+    return b;
+}
+
+TEST(AnswersQuestion, MatchesIdAndQuestionIgnoringCase) {
+    Fixture f;
+    EXPECT_TRUE(answers_question(answer_for(7, "WWW.example.test", 1).view(), 7, f.question()));
+    EXPECT_FALSE(answers_question(answer_for(8, "www.example.test", 1).view(), 7, f.question()));
+    EXPECT_FALSE(answers_question(answer_for(7, "www.example.tesx", 1).view(), 7, f.question()));
+    EXPECT_FALSE(answers_question(answer_for(7, "www.example.test", 28).view(), 7, f.question()));
+    EXPECT_FALSE(answers_question(answer_for(7, "ww.example.test", 1).view(), 7, f.question()));
+    auto not_response = answer_for(7, "www.example.test", 1);
+    not_response.bytes[2] &= 0x7F;
+    EXPECT_FALSE(answers_question(not_response.view(), 7, f.question()));
+}
+
+TEST(ScanResponse, FindsTtlsAndStripsTrailingOpt) {
+    auto b = answer_for(1, "www.example.test", 1);
+    b.bytes[11] = 1;
+    b.opt(1232);
+    ScannedResponse scan;
+    ASSERT_TRUE(scan_response(b.view(), scan));
+    ASSERT_EQ(scan.records.size(), 1u);
+    EXPECT_EQ(scan.records[0].ttl, 300u);
+    EXPECT_EQ(scan.records_offset, 12u + 18 + 4);
+    EXPECT_EQ(scan.records_end, b.size() - 11);
+    EXPECT_TRUE(scan.has_opt);
+    EXPECT_TRUE(scan.opt_is_last);
+}
+
+TEST(ScanResponse, ReadsSoaMinimumAndExtendedRcode) {
+    WireBuilder b;
+    b.header(1, flag::QR | 3, 1, 0, 1, 1).question("nx.example.test", 1);
+    b.name("example.test").rr_fixed(rtype::SOA, 600, 0);
+    const size_t rdlen_at = b.size() - 2;
+    const size_t rdata_start = b.size();
+    b.name_then_pointer("ns", 12 + 3).name_then_pointer("admin", 12 + 3);
+    b.u32(1).u32(3600).u32(600).u32(86400).u32(60);
+    write_u16(&b.bytes[rdlen_at], static_cast<uint16_t>(b.size() - rdata_start));
+    b.u8(0).u16(rtype::OPT).u16(1232).u32(1u << 24).u16(0);  // extended RCODE bits = 1
+    ScannedResponse scan;
+    ASSERT_TRUE(scan_response(b.view(), scan));
+    ASSERT_EQ(scan.records.size(), 1u);
+    EXPECT_EQ(scan.records[0].soa_minimum, 60u);
+    EXPECT_EQ(scan.records[0].section, Section::Authority);
+    EXPECT_EQ(scan.extended_rcode, (1 << 4) | 3);
+}
+
+TEST(ScanResponse, RejectsMalformed) {
+    ScannedResponse scan;
+    auto short_rdata = answer_for(1, "a.test", 1);
+    short_rdata.bytes.pop_back();
+    EXPECT_FALSE(scan_response(short_rdata.view(), scan));
+
+    auto extra_count = answer_for(1, "a.test", 1);
+    extra_count.bytes[7] = 2;
+    EXPECT_FALSE(scan_response(extra_count.view(), scan));
+
+    WireBuilder bad_cname;
+    bad_cname.header(1, flag::QR, 1, 1).question("a.test", 5);
+    bad_cname.name_then_pointer("", 12).rr_fixed(rtype::CNAME, 60, 3).raw({5, 'x', 0});
+    EXPECT_FALSE(scan_response(bad_cname.view(), scan));
+
+    WireBuilder opt_in_answer;
+    opt_in_answer.header(1, flag::QR, 1, 1).question("a.test", 1).opt(1232);
+    EXPECT_FALSE(scan_response(opt_in_answer.view(), scan));
+}
+
+TEST(ScanResponse, NotesOptThatIsNotLast) {
+    auto b = answer_for(1, "a.test", 1);
+    b.bytes[11] = 2;
+    b.opt(1232);
+    b.name_then_pointer("", 12).rr_fixed(rtype::A, 300, 4).raw({192, 0, 2, 2});
+    ScannedResponse scan;
+    ASSERT_TRUE(scan_response(b.view(), scan));
+    EXPECT_FALSE(scan.opt_is_last);
+}
+
+}  // namespace
+}  // namespace nscache::dns
