@@ -60,16 +60,29 @@ std::optional<NameExtent> skip_uncompressed_name(Bytes msg, size_t offset) {
     return walk_name(msg, offset, false, [](const uint8_t*, uint8_t) {});
 }
 
-std::optional<size_t> read_name_lower(Bytes msg, size_t offset, NameBuffer& out) {
+namespace {
+
+template <typename Transform>
+std::optional<size_t> expand_name(Bytes msg, size_t offset, NameBuffer& out, Transform&& t) {
     size_t n = 0;
     auto extent = walk_name(msg, offset, true, [&](const uint8_t* label, uint8_t len) {
         out.bytes[n++] = len;
-        for (uint8_t i = 0; i < len; ++i) out.bytes[n++] = ascii_lower(label[i]);
+        for (uint8_t i = 0; i < len; ++i) out.bytes[n++] = t(label[i]);
     });
     if (!extent) return std::nullopt;
     out.bytes[n++] = 0;
     out.length = static_cast<uint8_t>(n);
     return extent->end;
+}
+
+}  // namespace
+
+std::optional<size_t> read_name(Bytes msg, size_t offset, NameBuffer& out) {
+    return expand_name(msg, offset, out, [](uint8_t c) { return c; });
+}
+
+std::optional<size_t> read_name_lower(Bytes msg, size_t offset, NameBuffer& out) {
+    return expand_name(msg, offset, out, ascii_lower);
 }
 
 void lower_name(Bytes name, NameBuffer& out) {

@@ -39,6 +39,10 @@ std::optional<NameExtent> skip_name(Bytes msg, size_t offset);
 // an error.
 std::optional<NameExtent> skip_uncompressed_name(Bytes msg, size_t offset);
 
+// Expands the name at `offset` into `out` as it is written (case kept), following pointers.
+// Returns the offset after the name in the message, or nullopt as for skip_name.
+std::optional<size_t> read_name(Bytes msg, size_t offset, NameBuffer& out);
+
 // Expands the name at `offset` into `out`, lower-cased, following pointers. Returns the
 // offset after the name in the message, or nullopt as for skip_name.
 std::optional<size_t> read_name_lower(Bytes msg, size_t offset, NameBuffer& out);

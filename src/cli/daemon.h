@@ -1,0 +1,13 @@
+// The composition root of `nscache serve`: builds the cache, the forwarding state, the
+// workers and the control server from a Config, runs until SIGTERM or SIGINT, then shuts
+// down in order (control, workers, cache file).
+#pragma once
+
+#include "config/config.h"
+
+namespace nscache {
+
+// Returns the process exit code: 0 after a clean shutdown, 1 when start-up failed.
+int run_daemon(const Config& config);
+
+}  // namespace nscache

@@ -1,0 +1,50 @@
+// The per-thread counters every worker keeps. They are declared once, in the list below, and
+// everything else (the stats text, JSON, Prometheus names, docs/interfaces.md) comes from
+// this list, so names never drift apart.
+//
+// Each worker writes only its own block (relaxed atomics, no read-modify-write contention);
+// readers sum the blocks when someone asks for stats.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace nscache {
+
+// X(name, help)
+#define NSCACHE_WORKER_COUNTERS(X)                                                          \
+    X(queries, "client queries received, well-formed or not")                              \
+    X(queries_udp, "client queries received over UDP")                                     \
+    X(queries_tcp, "client queries received over TCP")                                     \
+    X(cache_hits, "queries answered from a fresh cache entry")                             \
+    X(cache_misses, "queries not answered from a fresh cache entry")                       \
+    X(upstream_queries, "queries sent to upstream servers, retries included")              \
+    X(upstream_timeouts, "upstream attempts that timed out")                               \
+    X(upstream_errors, "upstream answers that were unusable, or sends that failed")        \
+    X(upstream_tcp_retries, "upstream answers with TC=1 retried over TCP")                 \
+    X(dropped_mismatched, "upstream answers dropped: wrong source, ID or question")        \
+    X(coalesced, "client queries that joined an identical query in flight")                \
+    X(answers_servfail, "SERVFAIL answers sent")                                           \
+    X(answers_formerr, "FORMERR answers sent")                                             \
+    X(answers_notimp, "NOTIMP answers sent")                                               \
+    X(answers_refused, "REFUSED answers sent")                                             \
+    X(answers_truncated, "answers sent with TC=1 because they did not fit")                \
+    X(stale_served, "answers served from expired entries (serve-stale)")                   \
+    X(prefetches, "background refreshes of popular entries near expiry")                  \
+    X(rate_limited, "queries dropped or truncated by the rate limit")                      \
+    X(dropped_overload, "queries dropped because too many were waiting on upstreams")     \
+    X(tcp_connections, "TCP connections accepted")                                         \
+    X(tcp_rejected, "TCP connections refused over max-tcp-connections")
+
+struct alignas(64) WorkerCounters {
+#define NSCACHE_DECLARE_COUNTER(name, help) std::atomic<uint64_t> name{0};
+    NSCACHE_WORKER_COUNTERS(NSCACHE_DECLARE_COUNTER)
+#undef NSCACHE_DECLARE_COUNTER
+};
+
+// Single-writer increment: a plain load and store, no locked instruction.
+inline void bump(std::atomic<uint64_t>& counter, uint64_t by = 1) {
+    counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+
+}  // namespace nscache

@@ -1,0 +1,150 @@
+#include "common/event_loop.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <algorithm>
+#include <cstdlib>
+
+#include "common/clock.h"
+
+namespace nscache {
+namespace {
+
+constexpr uint64_t kWakeToken = ~uint64_t{0};
+constexpr int kMaxEvents = 64;
+constexpr int kIdleWaitMs = 1000;
+
+uint64_t token(uint32_t slot, uint32_t generation) {
+    return uint64_t{generation} << 32 | slot;
+}
+
+}  // namespace
+
+EventLoop::EventLoop() {
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (epoll_fd_ < 0 || wake_fd_ < 0) std::abort();  // out of descriptors at start-up
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kWakeToken;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+    now_ms_ = monotonic_ms();
+}
+
+EventLoop::~EventLoop() {
+    close(wake_fd_);
+    close(epoll_fd_);
+}
+
+bool EventLoop::add(int fd, uint32_t events, EventHandler* handler, Registration& out) {
+    uint32_t slot;
+    if (!free_slots_.empty()) {
+        slot = free_slots_.back();
+        free_slots_.pop_back();
+    } else {
+        slot = static_cast<uint32_t>(slots_.size());
+        slots_.emplace_back();
+    }
+    Slot& s = slots_[slot];
+    s.handler = handler;
+    s.fd = fd;
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = token(slot, s.generation);
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        s.handler = nullptr;
+        s.fd = -1;
+        free_slots_.push_back(slot);
+        return false;
+    }
+    out = slot;
+    return true;
+}
+
+void EventLoop::modify(Registration reg, uint32_t events) {
+    Slot& s = slots_[reg];
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = token(reg, s.generation);
+    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, s.fd, &ev);
+}
+
+void EventLoop::remove(Registration reg) {
+    Slot& s = slots_[reg];
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, s.fd, nullptr);
+    s.handler = nullptr;
+    s.fd = -1;
+    ++s.generation;
+    free_slots_.push_back(reg);
+}
+
+EventLoop::TimerHandle EventLoop::add_timer(uint64_t deadline_ms, std::function<void()> fn) {
+    TimerHandle handle{deadline_ms, next_timer_sequence_++};
+    timers_.emplace(handle, std::move(fn));
+    return handle;
+}
+
+void EventLoop::cancel_timer(TimerHandle& handle) {
+    if (handle != kNoTimer) timers_.erase(handle);
+    handle = kNoTimer;
+}
+
+void EventLoop::refresh_now() { now_ms_ = monotonic_ms(); }
+
+int EventLoop::run_due_timers() {
+    // Bounded by the timers due now; a timer added while running waits for the next pass.
+    size_t budget = timers_.size();
+    while (!timers_.empty() && budget-- > 0) {
+        auto it = timers_.begin();
+        if (it->first.first > now_ms_) break;
+        auto fn = std::move(it->second);
+        timers_.erase(it);
+        fn();
+    }
+    if (timers_.empty()) return kIdleWaitMs;
+    const uint64_t next = timers_.begin()->first.first;
+    if (next <= now_ms_) return 0;
+    return static_cast<int>(std::min<uint64_t>(next - now_ms_, kIdleWaitMs));
+}
+
+void EventLoop::run(const std::function<void()>& on_wake) {
+    epoll_event events[kMaxEvents];
+    while (!stop_.load(std::memory_order_acquire)) {
+        refresh_now();
+        const int timeout = run_due_timers();
+        const int n = epoll_wait(epoll_fd_, events, kMaxEvents, timeout);
+        if (n < 0 && errno != EINTR) std::abort();
+        refresh_now();
+        for (int i = 0; i < n; ++i) {
+            const uint64_t t = events[i].data.u64;
+            if (t == kWakeToken) {
+                uint64_t count;
+                ssize_t ignored = read(wake_fd_, &count, sizeof count);
+                (void)ignored;
+                if (on_wake) on_wake();
+                continue;
+            }
+            const auto slot = static_cast<uint32_t>(t);
+            const auto generation = static_cast<uint32_t>(t >> 32);
+            if (slot >= slots_.size()) continue;
+            Slot& s = slots_[slot];
+            if (s.handler == nullptr || s.generation != generation) continue;  // removed meanwhile
+            s.handler->on_event(events[i].events);
+        }
+    }
+}
+
+void EventLoop::wake() {
+    const uint64_t one = 1;
+    ssize_t ignored = write(wake_fd_, &one, sizeof one);
+    (void)ignored;
+}
+
+void EventLoop::request_stop() {
+    stop_.store(true, std::memory_order_release);
+    wake();
+}
+
+}  // namespace nscache

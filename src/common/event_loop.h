@@ -1,0 +1,76 @@
+// A single-threaded epoll loop with millisecond timers: each worker thread runs one.
+// Everything but wake() and request_stop() must be called from the loop's own thread.
+//
+// Registrations carry a generation, so an event fetched in the same epoll_wait batch as the
+// removal of its handler is recognised as stale and skipped instead of reaching freed memory.
+#pragma once
+
+#include <sys/epoll.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <utility>
+#include <vector>
+
+namespace nscache {
+
+class EventHandler {
+public:
+    virtual void on_event(uint32_t events) = 0;
+
+protected:
+    ~EventHandler() = default;
+};
+
+class EventLoop {
+public:
+    using Registration = uint32_t;
+    using TimerHandle = std::pair<uint64_t, uint64_t>;  // (deadline, sequence)
+    static constexpr TimerHandle kNoTimer{0, 0};
+
+    EventLoop();
+    ~EventLoop();
+    EventLoop(const EventLoop&) = delete;
+    EventLoop& operator=(const EventLoop&) = delete;
+
+    // Returns false (errno set) if epoll refused the descriptor.
+    bool add(int fd, uint32_t events, EventHandler* handler, Registration& out);
+    void modify(Registration reg, uint32_t events);
+    // Unregisters; the caller still owns and closes the descriptor.
+    void remove(Registration reg);
+
+    TimerHandle add_timer(uint64_t deadline_ms, std::function<void()> fn);
+    // Safe to call with kNoTimer or a timer that already fired.
+    void cancel_timer(TimerHandle& handle);
+
+    // Runs until request_stop(); `on_wake` runs on this thread after every wake().
+    void run(const std::function<void()>& on_wake);
+    void wake();          // any thread
+    void request_stop();  // any thread
+
+    // The time the loop last woke up: one clock read per batch of events.
+    uint64_t now_ms() const { return now_ms_; }
+    void refresh_now();
+
+private:
+    struct Slot {
+        EventHandler* handler = nullptr;
+        int fd = -1;
+        uint32_t generation = 0;
+    };
+
+    int run_due_timers();  // returns the epoll timeout until the next one
+
+    int epoll_fd_ = -1;
+    int wake_fd_ = -1;
+    std::vector<Slot> slots_;
+    std::vector<uint32_t> free_slots_;
+    std::map<TimerHandle, std::function<void()>> timers_;
+    uint64_t next_timer_sequence_ = 1;
+    uint64_t now_ms_ = 0;
+    std::atomic<bool> stop_{false};
+};
+
+}  // namespace nscache

@@ -1,0 +1,73 @@
+// The daemon's settings: one plain aggregate with a default for every option, filled from the
+// TOML file and then from command-line flags. Tests build it with designated initialisers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/address.h"
+
+namespace nscache {
+
+enum class RateLimitAction { Drop, Truncate };
+
+struct Config {
+    std::vector<SocketAddress> listen;     // empty: 127.0.0.1:53 and [::1]:53
+    std::vector<SocketAddress> upstreams;  // empty: from /etc/resolv.conf
+    unsigned threads = 0;                  // 0: one per online CPU
+    size_t cache_size = size_t{64} << 20;
+    std::vector<Cidr> allow;               // empty: loopback only
+
+    uint32_t min_ttl = 0;
+    uint32_t max_ttl = 86400;
+    uint32_t negative_max_ttl = 3600;
+    uint32_t servfail_ttl = 3;
+
+    uint32_t query_timeout_ms = 2000;
+    uint16_t edns_buffer_size = 1232;
+    uint32_t max_tcp_connections = 1024;
+    uint32_t tcp_idle_timeout_ms = 10000;
+
+    std::string control = "/run/nscache/control.sock";
+    std::string control_group;
+    std::string metrics_listen;
+    std::string user;
+
+    bool serve_stale = true;
+    uint32_t stale_ttl_s = 86400;
+    uint32_t stale_answer_timeout_ms = 1800;
+    bool prefetch = true;
+    std::string cache_file;
+
+    uint32_t rate_limit = 0;
+    uint32_t rate_limit_burst = 0;
+    RateLimitAction rate_limit_action = RateLimitAction::Drop;
+
+    // The source of the file the settings came from, for messages.
+    std::string config_path;
+    // Set by resolve_defaults when `listen` was not given: a default address the machine
+    // lacks (no IPv6) is then skipped with a warning instead of stopping the daemon.
+    bool listen_is_default = false;
+};
+
+// An error at the configuration edge: a message ready for the user ("FILE:LINE: ...").
+struct ConfigError {
+    std::string message;
+};
+
+// Reads a TOML file over `config`. Unknown keys and bad values are errors.
+std::optional<ConfigError> load_config_file(const std::string& path, Config& config);
+
+// The defaults that depend on the machine: listen addresses, upstreams from resolv.conf
+// (minus our own listen addresses), thread count. Call after file and flags are applied.
+std::optional<ConfigError> resolve_defaults(Config& config, const std::string& resolv_conf_path);
+
+// "65536", "64K", "64M", "1G" -> bytes.
+std::optional<size_t> parse_size(std::string_view text);
+// "500ms", "2s", "5m", "1h", "1d", or a bare number of seconds -> milliseconds.
+std::optional<uint64_t> parse_duration_ms(std::string_view text);
+
+}  // namespace nscache

@@ -1,0 +1,222 @@
+// The TOML side of the configuration (toml++). Every key maps to one setter; each setter
+// checks its value and says what it expected, and the caller adds FILE:LINE.
+#include <toml++/toml.h>
+
+#include <functional>
+#include <map>
+#include <string>
+
+#include "config/config.h"
+
+namespace nscache {
+namespace {
+
+using Setter = std::function<std::optional<std::string>(const toml::node&, Config&)>;
+
+std::optional<std::string> string_of(const toml::node& node, std::string& out) {
+    auto value = node.value<std::string>();
+    if (!value) return "expected a string";
+    out = *value;
+    return std::nullopt;
+}
+
+std::optional<std::string> bool_of(const toml::node& node, bool& out) {
+    auto value = node.value<bool>();
+    if (!value) return "expected true or false";
+    out = *value;
+    return std::nullopt;
+}
+
+template <typename T>
+std::optional<std::string> uint_of(const toml::node& node, T& out, uint64_t max) {
+    auto value = node.value<int64_t>();
+    if (!value || *value < 0 || static_cast<uint64_t>(*value) > max) {
+        return "expected a whole number from 0 to " + std::to_string(max);
+    }
+    out = static_cast<T>(*value);
+    return std::nullopt;
+}
+
+// A duration: a string with a unit or a whole number of seconds.
+std::optional<std::string> duration_of(const toml::node& node, uint64_t& out_ms) {
+    if (auto seconds = node.value<int64_t>(); seconds && node.is_integer()) {
+        if (*seconds < 0) return "expected a duration (\"500ms\", \"2s\", \"1d\") or seconds";
+        out_ms = static_cast<uint64_t>(*seconds) * 1000;
+        return std::nullopt;
+    }
+    auto text = node.value<std::string>();
+    auto ms = text ? parse_duration_ms(*text) : std::nullopt;
+    if (!ms) return "expected a duration (\"500ms\", \"2s\", \"1d\") or seconds";
+    out_ms = *ms;
+    return std::nullopt;
+}
+
+Setter duration_ms(uint32_t Config::*field, uint64_t max_ms) {
+    return [field, max_ms](const toml::node& node, Config& c) -> std::optional<std::string> {
+        uint64_t ms = 0;
+        if (auto err = duration_of(node, ms)) return err;
+        if (ms > max_ms) return "duration too long (at most " + std::to_string(max_ms / 1000) + "s)";
+        c.*field = static_cast<uint32_t>(ms);
+        return std::nullopt;
+    };
+}
+
+Setter duration_s(uint32_t Config::*field) {
+    return [field](const toml::node& node, Config& c) -> std::optional<std::string> {
+        uint64_t ms = 0;
+        if (auto err = duration_of(node, ms)) return err;
+        if (ms / 1000 > UINT32_MAX) return "duration too long";
+        c.*field = static_cast<uint32_t>(ms / 1000);
+        return std::nullopt;
+    };
+}
+
+Setter seconds(uint32_t Config::*field) {
+    return [field](const toml::node& node, Config& c) {
+        return uint_of(node, c.*field, 0x7FFFFFFF);  // RFC 2181 §8: TTLs are 31-bit
+    };
+}
+
+Setter string_field(std::string Config::*field) {
+    return [field](const toml::node& node, Config& c) { return string_of(node, c.*field); };
+}
+
+Setter bool_field(bool Config::*field) {
+    return [field](const toml::node& node, Config& c) { return bool_of(node, c.*field); };
+}
+
+template <typename Parse>
+std::optional<std::string> each_string(const toml::node& node, Parse&& parse) {
+    const toml::array* array = node.as_array();
+    if (array == nullptr) return "expected an array of strings";
+    for (const toml::node& item : *array) {
+        auto text = item.value<std::string>();
+        if (!text) return "expected an array of strings";
+        if (auto err = parse(*text)) return err;
+    }
+    return std::nullopt;
+}
+
+Setter address_list(std::vector<SocketAddress> Config::*field, std::optional<uint16_t> port) {
+    return [field, port](const toml::node& node, Config& c) {
+        (c.*field).clear();
+        return each_string(node, [&](const std::string& text) -> std::optional<std::string> {
+            auto address = parse_socket_address(text, port);
+            if (!address) return "bad address '" + text + "' (expected ADDR:PORT or [ADDR6]:PORT)";
+            (c.*field).push_back(*address);
+            return std::nullopt;
+        });
+    };
+}
+
+const std::map<std::string, Setter, std::less<>>& setters() {
+    static const std::map<std::string, Setter, std::less<>> table = {
+        {"listen", address_list(&Config::listen, std::nullopt)},
+        {"upstream", address_list(&Config::upstreams, 53)},
+        {"threads", [](const toml::node& n, Config& c) { return uint_of(n, c.threads, 1024); }},
+        {"cache-size",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             std::optional<size_t> size;
+             if (n.is_integer()) {
+                 if (auto v = n.value<int64_t>(); v && *v >= 0) size = static_cast<size_t>(*v);
+             } else if (auto text = n.value<std::string>()) {
+                 size = parse_size(*text);
+             }
+             if (!size || *size < (64u << 10)) return "expected a size of at least 64K (\"64M\")";
+             c.cache_size = *size;
+             return std::nullopt;
+         }},
+        {"allow",
+         [](const toml::node& n, Config& c) {
+             c.allow.clear();
+             return each_string(n, [&](const std::string& text) -> std::optional<std::string> {
+                 auto cidr = parse_cidr(text);
+                 if (!cidr) return "bad network '" + text + "' (expected ADDR/PREFIX)";
+                 c.allow.push_back(*cidr);
+                 return std::nullopt;
+             });
+         }},
+        {"min-ttl", seconds(&Config::min_ttl)},
+        {"max-ttl", seconds(&Config::max_ttl)},
+        {"negative-max-ttl", seconds(&Config::negative_max_ttl)},
+        {"servfail-ttl", duration_s(&Config::servfail_ttl)},
+        {"query-timeout", duration_ms(&Config::query_timeout_ms, 60'000)},
+        {"edns-buffer-size",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             if (auto err = uint_of(n, c.edns_buffer_size, 65535)) return err;
+             if (c.edns_buffer_size < 512) return "expected 512 or more";
+             return std::nullopt;
+         }},
+        {"max-tcp-connections",
+         [](const toml::node& n, Config& c) { return uint_of(n, c.max_tcp_connections, 1'000'000); }},
+        {"tcp-idle-timeout", duration_ms(&Config::tcp_idle_timeout_ms, 3'600'000)},
+        {"control", string_field(&Config::control)},
+        {"control-group", string_field(&Config::control_group)},
+        {"metrics-listen",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             if (auto err = string_of(n, c.metrics_listen)) return err;
+             if (!c.metrics_listen.empty() && !parse_socket_address(c.metrics_listen, std::nullopt)) {
+                 return "bad address '" + c.metrics_listen + "' (expected ADDR:PORT)";
+             }
+             return std::nullopt;
+         }},
+        {"user", string_field(&Config::user)},
+        {"serve-stale", bool_field(&Config::serve_stale)},
+        {"stale-ttl", duration_s(&Config::stale_ttl_s)},
+        {"stale-answer-timeout", duration_ms(&Config::stale_answer_timeout_ms, 60'000)},
+        {"prefetch", bool_field(&Config::prefetch)},
+        {"cache-file", string_field(&Config::cache_file)},
+        {"rate-limit",
+         [](const toml::node& n, Config& c) { return uint_of(n, c.rate_limit, 10'000'000); }},
+        {"rate-limit-burst",
+         [](const toml::node& n, Config& c) { return uint_of(n, c.rate_limit_burst, 10'000'000); }},
+        {"rate-limit-action",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             auto text = n.value<std::string>();
+             if (text && *text == "drop") {
+                 c.rate_limit_action = RateLimitAction::Drop;
+             } else if (text && *text == "truncate") {
+                 c.rate_limit_action = RateLimitAction::Truncate;
+             } else {
+                 return "expected \"drop\" or \"truncate\"";
+             }
+             return std::nullopt;
+         }},
+    };
+    return table;
+}
+
+std::string where(const std::string& path, const toml::source_region& source) {
+    return path + ":" + std::to_string(source.begin.line) + ": ";
+}
+
+}  // namespace
+
+std::optional<ConfigError> load_config_file(const std::string& path, Config& config) {
+    toml::table root;
+    try {
+        root = toml::parse_file(path);
+    } catch (const toml::parse_error& e) {
+        if (e.source().begin.line == 0) return ConfigError{path + ": " + std::string(e.description())};
+        return ConfigError{where(path, e.source()) + std::string(e.description())};
+    }
+    for (const auto& [key, node] : root) {
+        const auto& table = setters();
+        auto it = table.find(key.str());
+        if (it == table.end()) {
+            return ConfigError{where(path, key.source()) + "unknown option '" +
+                               std::string(key.str()) + "'"};
+        }
+        if (auto err = it->second(node, config)) {
+            return ConfigError{where(path, node.source()) + std::string(key.str()) + ": " + *err};
+        }
+    }
+    if (config.min_ttl > config.max_ttl) {
+        return ConfigError{path + ": min-ttl (" + std::to_string(config.min_ttl) +
+                           ") is above max-ttl (" + std::to_string(config.max_ttl) + ")"};
+    }
+    config.config_path = path;
+    return std::nullopt;
+}
+
+}  // namespace nscache

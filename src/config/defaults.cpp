@@ -1,0 +1,74 @@
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "config/config.h"
+
+namespace nscache {
+namespace {
+
+bool is_unspecified(const SocketAddress& a) {
+    if (a.family() == AF_INET) {
+        return reinterpret_cast<const sockaddr_in*>(&a.storage)->sin_addr.s_addr == INADDR_ANY;
+    }
+    return IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6*>(&a.storage)->sin6_addr);
+}
+
+// An upstream that is one of our own listening sockets would forward queries to ourselves.
+bool is_own_address(const SocketAddress& upstream, const std::vector<SocketAddress>& listen) {
+    for (const auto& l : listen) {
+        if (l.port() != upstream.port()) continue;
+        if (l == upstream) return true;
+        if (is_unspecified(l) && (l.family() == upstream.family())) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+std::optional<ConfigError> resolve_defaults(Config& config, const std::string& resolv_conf_path) {
+    if (config.listen.empty()) {
+        config.listen.push_back(*parse_socket_address("127.0.0.1:53", std::nullopt));
+        config.listen.push_back(*parse_socket_address("[::1]:53", std::nullopt));
+        config.listen_is_default = true;
+    }
+    if (config.allow.empty()) {
+        config.allow.push_back(*parse_cidr("127.0.0.0/8"));
+        config.allow.push_back(*parse_cidr("::1/128"));
+    }
+    if (config.threads == 0) {
+        const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        config.threads = cpus > 0 ? static_cast<unsigned>(cpus) : 1;
+    }
+    if (config.min_ttl > config.max_ttl) {
+        return ConfigError{"min-ttl (" + std::to_string(config.min_ttl) + ") is above max-ttl (" +
+                           std::to_string(config.max_ttl) + ")"};
+    }
+    if (!config.upstreams.empty()) return std::nullopt;
+
+    std::ifstream resolv(resolv_conf_path);
+    if (!resolv) {
+        return ConfigError{"no upstream given and " + resolv_conf_path +
+                           " cannot be read; set upstream = [...] or --upstream"};
+    }
+    std::string line;
+    while (std::getline(resolv, line)) {
+        std::istringstream words(line);
+        std::string keyword, address;
+        if (!(words >> keyword >> address) || keyword != "nameserver") continue;
+        if (const size_t scope = address.find('%'); scope != std::string::npos) {
+            address.resize(scope);  // link-local scope ids are not supported
+        }
+        auto parsed = parse_socket_address(address, 53);
+        if (!parsed || is_own_address(*parsed, config.listen)) continue;
+        config.upstreams.push_back(*parsed);
+    }
+    if (config.upstreams.empty()) {
+        return ConfigError{"no upstream servers: " + resolv_conf_path +
+                           " names none besides nscache itself; set upstream = [...] or --upstream"};
+    }
+    return std::nullopt;
+}
+
+}  // namespace nscache

@@ -1,0 +1,336 @@
+#include "control/cache_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "dns/name.h"
+#include "dns/response.h"
+#include "dns/wire.h"
+
+namespace nscache::control {
+namespace {
+
+constexpr char kMagic[8] = {'N', 'S', 'C', 'A', 'C', 'H', 'E', '\0'};
+constexpr uint32_t kVersion = 1;
+constexpr char kTrailerMagic[4] = {'E', 'N', 'D', '\0'};
+constexpr size_t kHeaderBytes = 8 + 4 + 4;
+constexpr size_t kTrailerBytes = 4 + 8 + 8;
+constexpr size_t kMaxFileBytes = size_t{16} << 30;
+
+uint64_t fnv1a(const uint8_t* data, size_t size) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < size; ++i) {
+        h ^= data[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+class Writer {
+public:
+    void u8(uint8_t v) { bytes.push_back(v); }
+    void u16(uint16_t v) {
+        u8(static_cast<uint8_t>(v >> 8));
+        u8(static_cast<uint8_t>(v));
+    }
+    void u32(uint32_t v) {
+        u16(static_cast<uint16_t>(v >> 16));
+        u16(static_cast<uint16_t>(v));
+    }
+    void u64(uint64_t v) {
+        u32(static_cast<uint32_t>(v >> 32));
+        u32(static_cast<uint32_t>(v));
+    }
+    void raw(const void* p, size_t n) {
+        const auto* b = static_cast<const uint8_t*>(p);
+        bytes.insert(bytes.end(), b, b + n);
+    }
+    std::vector<uint8_t> bytes;
+};
+
+class Reader {
+public:
+    Reader(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+    bool ok() const { return ok_; }
+    bool at_end() const { return pos_ == size_; }
+    const uint8_t* take(size_t n) {
+        if (!ok_ || size_ - pos_ < n) {
+            ok_ = false;
+            return nullptr;
+        }
+        const uint8_t* p = data_ + pos_;
+        pos_ += n;
+        return p;
+    }
+    uint8_t u8() {
+        const uint8_t* p = take(1);
+        return p ? p[0] : 0;
+    }
+    uint16_t u16() {
+        const uint8_t* p = take(2);
+        return p ? dns::read_u16(p) : 0;
+    }
+    uint32_t u32() {
+        const uint8_t* p = take(4);
+        return p ? dns::read_u32(p) : 0;
+    }
+    uint64_t u64() {
+        const uint64_t hi = u32();
+        return hi << 32 | u32();
+    }
+
+private:
+    const uint8_t* data_;
+    size_t size_;
+    size_t pos_ = 0;
+    bool ok_ = true;
+};
+
+void write_entry(Writer& w, const cache::EntrySnapshot& e, uint64_t now_ms, uint64_t wall_now_ms) {
+    const cache::PreparedAnswer& a = e.answer;
+    w.u8(static_cast<uint8_t>(e.name.size()));
+    w.raw(e.name.data(), e.name.size());
+    w.u16(e.qtype);
+    w.u16(e.qclass);
+    w.u8(e.key_flags);
+    w.u8(static_cast<uint8_t>(a.kind));
+    w.u8(a.rcode);
+    w.u8(a.ad ? 1 : 0);
+    w.u16(a.ancount);
+    w.u16(a.nscount);
+    w.u16(a.arcount);
+    w.u32(a.ttl);
+    w.u64(wall_now_ms - (now_ms - e.born_ms));  // born, in wall-clock time
+    w.u16(static_cast<uint16_t>(a.records.size()));
+    w.raw(a.records.data(), a.records.size());
+    w.u16(static_cast<uint16_t>(a.ttl_offsets.size()));
+    for (uint16_t off : a.ttl_offsets) w.u16(off);
+}
+
+// An entry read back, checked by parsing it as the DNS message it was cut from.
+struct LoadedEntry {
+    cache::EntrySnapshot snapshot;
+    uint64_t born_wall_ms = 0;
+};
+
+bool read_entry(Reader& r, LoadedEntry& out) {
+    cache::EntrySnapshot& e = out.snapshot;
+    cache::PreparedAnswer& a = e.answer;
+    const uint8_t name_len = r.u8();
+    const uint8_t* name = r.take(name_len);
+    e.qtype = r.u16();
+    e.qclass = r.u16();
+    e.key_flags = r.u8();
+    const uint8_t kind = r.u8();
+    a.rcode = r.u8();
+    a.ad = r.u8() != 0;
+    a.ancount = r.u16();
+    a.nscount = r.u16();
+    a.arcount = r.u16();
+    a.ttl = r.u32();
+    out.born_wall_ms = r.u64();
+    const uint16_t records_len = r.u16();
+    const uint8_t* records = r.take(records_len);
+    const uint16_t ttl_count = r.u16();
+    if (!r.ok() || name_len == 0 || kind > static_cast<uint8_t>(cache::AnswerKind::ServFail) ||
+        a.rcode > 15 || e.key_flags > (cache::kKeyDo | cache::kKeyCd)) {
+        return false;
+    }
+    a.kind = static_cast<cache::AnswerKind>(kind);
+    e.name.assign(name, name + name_len);
+    a.records.assign(records, records + records_len);
+    a.ttl_offsets.resize(ttl_count);
+    for (auto& off : a.ttl_offsets) off = r.u16();
+    if (!r.ok()) return false;
+
+    // Rebuild the message and let the response scanner judge it.
+    std::vector<uint8_t> msg(dns::kHeaderSize);
+    dns::Header h;
+    h.flags = dns::flag::QR | a.rcode;
+    h.qdcount = 1;
+    h.ancount = a.ancount;
+    h.nscount = a.nscount;
+    h.arcount = a.arcount;
+    dns::write_header(msg.data(), h);
+    msg.insert(msg.end(), e.name.begin(), e.name.end());
+    const size_t qtail = msg.size();
+    msg.resize(qtail + 4);
+    dns::write_u16(&msg[qtail], e.qtype);
+    dns::write_u16(&msg[qtail + 2], e.qclass);
+    const size_t records_at = msg.size();
+    msg.insert(msg.end(), a.records.begin(), a.records.end());
+    auto qname = dns::skip_uncompressed_name(dns::Bytes(msg), dns::kHeaderSize);
+    if (!qname || qname->end != qtail) return false;
+    dns::ScannedResponse scan;
+    if (!dns::scan_response(dns::Bytes(msg), scan) || scan.has_opt ||
+        scan.records_end != msg.size() || scan.records.size() != a.ttl_offsets.size()) {
+        return false;
+    }
+    for (size_t i = 0; i < scan.records.size(); ++i) {
+        if (scan.records[i].ttl_offset - records_at != a.ttl_offsets[i]) return false;
+    }
+    return true;
+}
+
+bool write_all(int fd, const std::vector<uint8_t>& bytes) {
+    size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return false;
+        }
+        done += static_cast<size_t>(n);
+    }
+    return true;
+}
+
+std::string folder_of(const std::string& path) {
+    const size_t slash = path.rfind('/');
+    if (slash == std::string::npos) return ".";
+    return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+}  // namespace
+
+CacheFileResult dump_cache(const cache::Cache& cache, const std::string& path, uint64_t now_ms,
+                           uint64_t wall_now_ms) {
+    CacheFileResult result;
+    const std::string tmp = path + ".tmp." + std::to_string(getpid());
+    const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        result.error = "cannot create " + tmp + ": " + std::strerror(errno);
+        return result;
+    }
+    uint64_t checksum_state = 0xcbf29ce484222325ull;
+    auto emit = [&](Writer& w) -> bool {
+        for (uint8_t b : w.bytes) {
+            checksum_state ^= b;
+            checksum_state *= 0x100000001b3ull;
+        }
+        const bool ok = write_all(fd, w.bytes);
+        w.bytes.clear();
+        return ok;
+    };
+    Writer w;
+    w.raw(kMagic, sizeof kMagic);
+    w.u32(kVersion);
+    w.u32(0);
+    bool ok = emit(w);
+    std::vector<cache::EntrySnapshot> slice;
+    for (size_t shard = 0; ok && shard < cache.shard_count(); ++shard) {
+        for (size_t s = 0; ok && s < cache.slices_per_shard(); ++s) {
+            slice.clear();
+            cache.snapshot_slice(shard, s, now_ms, slice);
+            for (const auto& e : slice) write_entry(w, e, now_ms, wall_now_ms);
+            result.entries += slice.size();
+            ok = emit(w);
+        }
+    }
+    w.raw(kTrailerMagic, sizeof kTrailerMagic);
+    w.u64(result.entries);
+    const uint64_t checksum = checksum_state;
+    w.u64(checksum);
+    ok = ok && write_all(fd, w.bytes) && fsync(fd) == 0;
+    const int saved_errno = errno;
+    close(fd);
+    if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
+        result.error = "cannot write " + path + ": " + std::strerror(ok ? errno : saved_errno);
+        unlink(tmp.c_str());
+        return result;
+    }
+    // The rename itself is durable only once the folder is synced.
+    const int dir = open(folder_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir >= 0) {
+        fsync(dir);
+        close(dir);
+    }
+    result.ok = true;
+    return result;
+}
+
+CacheFileResult load_cache_bytes(cache::Cache& cache, const uint8_t* data, size_t size,
+                                 uint64_t now_ms, uint64_t wall_now_ms) {
+    CacheFileResult result;
+    if (size < kHeaderBytes + kTrailerBytes || std::memcmp(data, kMagic, sizeof kMagic) != 0) {
+        result.error = "not an nscache cache file";
+        return result;
+    }
+    if (dns::read_u32(data + 8) != kVersion) {
+        result.error = "unsupported cache file version " + std::to_string(dns::read_u32(data + 8));
+        return result;
+    }
+    const uint8_t* trailer = data + size - kTrailerBytes;
+    Reader tr(trailer, kTrailerBytes);
+    const uint8_t* magic = tr.take(4);
+    const uint64_t count = tr.u64();
+    const uint64_t checksum = tr.u64();
+    if (std::memcmp(magic, kTrailerMagic, 4) != 0 || fnv1a(data, size - kTrailerBytes) != checksum) {
+        result.error = "truncated or corrupt (checksum mismatch)";
+        return result;
+    }
+    std::vector<LoadedEntry> entries;
+    Reader r(data + kHeaderBytes, size - kHeaderBytes - kTrailerBytes);
+    while (!r.at_end()) {
+        LoadedEntry e;
+        if (!read_entry(r, e)) {
+            result.error = "corrupt entry " + std::to_string(entries.size() + 1);
+            return result;
+        }
+        entries.push_back(std::move(e));
+    }
+    if (entries.size() != count) {
+        result.error = "entry count mismatch";
+        return result;
+    }
+    for (const LoadedEntry& e : entries) {
+        const uint64_t age_ms = wall_now_ms > e.born_wall_ms ? wall_now_ms - e.born_wall_ms : 0;
+        if (age_ms >= uint64_t{e.snapshot.answer.ttl} * 1000) continue;  // expired since the dump
+        const uint64_t born_ms = now_ms > age_ms ? now_ms - age_ms : 0;
+        const auto& s = e.snapshot;
+        cache.insert_at(cache::CacheKey{dns::Bytes(s.name), s.qtype, s.qclass, s.key_flags},
+                        s.answer, born_ms, now_ms);
+        ++result.entries;
+    }
+    result.ok = true;
+    return result;
+}
+
+CacheFileResult load_cache(cache::Cache& cache, const std::string& path, uint64_t now_ms,
+                           uint64_t wall_now_ms) {
+    CacheFileResult result;
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        result.error = "cannot open " + path + ": " + std::strerror(errno);
+        return result;
+    }
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<size_t>(st.st_size) > kMaxFileBytes) {
+        close(fd);
+        result.error = path + " is not a regular file of a sane size";
+        return result;
+    }
+    std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
+    size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t n = read(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        done += static_cast<size_t>(n);
+    }
+    close(fd);
+    if (done != bytes.size()) {
+        result.error = "cannot read " + path;
+        return result;
+    }
+    result = load_cache_bytes(cache, bytes.data(), bytes.size(), now_ms, wall_now_ms);
+    if (!result.ok) result.error = path + ": " + result.error;
+    return result;
+}
+
+}  // namespace nscache::control

@@ -1,0 +1,36 @@
+// Saving the cache to a file and reading it back (the `cache-file` option, `nscache dump` and
+// `nscache load`). Entries carry absolute (wall-clock) birth times, so what was fresh at dump
+// time is loaded with the TTL it has left, and what has expired since is skipped.
+//
+// Writing is atomic: a temporary file beside the target, fsync, rename, fsync of the folder;
+// a crash at any point leaves the previous file whole. Reading checks the magic, version,
+// checksum and every entry (each is parsed as a DNS message) and rejects the whole file on
+// any fault: a damaged file never puts anything in the cache.
+// Dumping copies one slice of one shard at a time, so queries never wait on it for long.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "cache/cache.h"
+
+namespace nscache::control {
+
+struct CacheFileResult {
+    bool ok = false;
+    uint64_t entries = 0;
+    std::string error;  // when !ok: what was wrong, for the log and the control client
+};
+
+CacheFileResult dump_cache(const cache::Cache& cache, const std::string& path, uint64_t now_ms,
+                           uint64_t wall_now_ms);
+
+// Parses and checks the file fully before inserting anything.
+CacheFileResult load_cache(cache::Cache& cache, const std::string& path, uint64_t now_ms,
+                           uint64_t wall_now_ms);
+
+// The same check and insertion for bytes already in memory (the fuzz target uses this).
+CacheFileResult load_cache_bytes(cache::Cache& cache, const uint8_t* data, size_t size,
+                                 uint64_t now_ms, uint64_t wall_now_ms);
+
+}  // namespace nscache::control

@@ -1,0 +1,28 @@
+// Opening the listening sockets before privileges are dropped: for every listen address one
+// UDP and one TCP socket per worker, bound with SO_REUSEPORT so the kernel spreads clients
+// over the workers without a shared accept or receive queue.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/address.h"
+#include "config/config.h"
+
+namespace nscache::server {
+
+struct ListenSockets {
+    std::vector<SocketAddress> addresses;   // as bound: port 0 replaced by the real port
+    std::vector<std::vector<int>> udp;      // [worker][address]
+    std::vector<std::vector<int>> tcp;      // [worker][address]
+
+    void close_all();
+};
+
+// Returns an error message (the caller exits 1) when an address cannot be bound. A default
+// address the machine lacks (no IPv6 loopback) is skipped with a warning.
+std::optional<std::string> open_listen_sockets(const Config& config, unsigned workers,
+                                               ListenSockets& out);
+
+}  // namespace nscache::server

@@ -1,0 +1,196 @@
+#include "server/query_pipeline.h"
+
+#include <cstring>
+
+#include "dns/name.h"
+
+namespace nscache::server {
+namespace {
+
+using cache::Freshness;
+using dns::QueryVerdict;
+using dns::Rcode;
+
+constexpr size_t kTcpMaxAnswer = 65535;
+
+constexpr uint16_t rc(Rcode r) { return static_cast<uint16_t>(r); }
+
+upstream::Question question_of(const dns::Query& q) {
+    upstream::Question question;
+    dns::lower_name(q.qname, question.name);
+    question.qtype = q.qtype;
+    question.qclass = q.qclass;
+    question.do_bit = q.edns.do_bit;
+    question.cd = q.cd();
+    return question;
+}
+
+dns::ParsedQuery as_parsed(const dns::Query& q) {
+    dns::ParsedQuery parsed;
+    parsed.verdict = QueryVerdict::Ok;
+    parsed.query = q;
+    parsed.question_valid = true;
+    return parsed;
+}
+
+bool usable_answer(const cache::PreparedAnswer& a) {
+    return a.rcode == rc(Rcode::NoError) || a.rcode == rc(Rcode::NxDomain);
+}
+
+}  // namespace
+
+QueryPipeline::QueryPipeline(ServerShared& shared, EventLoop& loop, upstream::Resolver& resolver,
+                             WorkerCounters& counters, ReplySender& sender)
+    : shared_(shared),
+      config_(shared.config),
+      loop_(loop),
+      resolver_(resolver),
+      counters_(counters),
+      sender_(sender),
+      scratch_(kTcpMaxAnswer) {}
+
+cache::RenderLimits QueryPipeline::limits_for(Transport transport, const dns::Query& q) const {
+    cache::RenderLimits limits;
+    limits.server_udp_size = config_.edns_buffer_size;
+    limits.max_size = transport == Transport::Tcp
+                          ? kTcpMaxAnswer
+                          : cache::udp_answer_limit(q, config_.edns_buffer_size);
+    return limits;
+}
+
+size_t QueryPipeline::error_answer(const dns::ParsedQuery& parsed, uint16_t rcode,
+                                   std::span<uint8_t> out) {
+    switch (rcode) {
+        case rc(Rcode::FormErr): bump(counters_.answers_formerr); break;
+        case rc(Rcode::ServFail): bump(counters_.answers_servfail); break;
+        case rc(Rcode::NotImp): bump(counters_.answers_notimp); break;
+        case rc(Rcode::Refused): bump(counters_.answers_refused); break;
+        default: break;
+    }
+    return dns::write_error_answer(parsed, rcode, out);
+}
+
+HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
+                                   std::span<uint8_t> out) {
+    bump(counters_.queries);
+    bump(origin.transport == Transport::Udp ? counters_.queries_udp : counters_.queries_tcp);
+    const dns::ParsedQuery parsed = dns::parse_query(msg);
+    switch (parsed.verdict) {
+        case QueryVerdict::Ignore: return {};
+        case QueryVerdict::FormErr: return {error_answer(parsed, rc(Rcode::FormErr), out)};
+        case QueryVerdict::NotImp: return {error_answer(parsed, rc(Rcode::NotImp), out)};
+        case QueryVerdict::BadVers: return {error_answer(parsed, dns::kRcodeBadVers, out)};
+        case QueryVerdict::Ok: break;
+    }
+    if (!shared_.access.allows(origin.peer)) {
+        return {error_answer(parsed, rc(Rcode::Refused), out)};
+    }
+
+    const dns::Query& q = parsed.query;
+    const upstream::Question question = question_of(q);
+    const cache::CacheKey key = question.cache_key();
+    const cache::RenderLimits limits = limits_for(origin.transport, q);
+    const uint64_t now = loop_.now_ms();
+    const cache::LookupResult hit = shared_.cache.lookup(key, q, now, limits, out, false);
+    if (hit.freshness == Freshness::Fresh) {
+        bump(counters_.cache_hits);
+        if (hit.truncated) bump(counters_.answers_truncated);
+        if (hit.prefetch && config_.prefetch) {
+            bump(counters_.prefetches);
+            resolver_.refresh(question);
+        }
+        return {hit.length};
+    }
+    bump(counters_.cache_misses);
+
+    const bool stale_available = hit.freshness == Freshness::Stale && config_.serve_stale;
+    if (stale_available && resolver_.all_upstreams_down()) {
+        // RFC 8767 §5: with every upstream down, answer from stale data at once.
+        const cache::LookupResult stale = shared_.cache.lookup(key, q, now, limits, out, true);
+        if (stale.length > 0) {
+            bump(counters_.stale_served);
+            resolver_.refresh(question);
+            return {stale.length};
+        }
+    }
+
+    uint64_t cookie = 0;
+    PendingClient* client = pending_.add(cookie);
+    if (client == nullptr) {
+        bump(counters_.dropped_overload);
+        return {};
+    }
+    client->transport = origin.transport;
+    client->udp_socket = origin.udp_socket;
+    client->tcp_connection = origin.tcp_connection;
+    client->peer_len = std::min<socklen_t>(origin.peer_len, sizeof client->peer);
+    std::memcpy(&client->peer, origin.peer, client->peer_len);
+    client->header = q.header;
+    client->edns = q.edns;
+    std::memcpy(client->question, q.question.data(), q.question.size());
+    client->question_len = static_cast<uint16_t>(q.question.size());
+    client->upstream_question = question;
+    if (stale_available) {
+        client->stale_timer = loop_.add_timer(now + config_.stale_answer_timeout_ms, [this, cookie] {
+            on_stale_timer(cookie);
+        });
+    }
+    if (!resolver_.resolve(question, cookie)) {
+        loop_.cancel_timer(client->stale_timer);
+        pending_.remove(cookie);
+        return {error_answer(parsed, rc(Rcode::ServFail), out)};
+    }
+    return {0, true};
+}
+
+size_t QueryPipeline::render_stale(const PendingClient& client) {
+    const dns::Query q = client.query();
+    const cache::LookupResult stale =
+        shared_.cache.lookup(client.upstream_question.cache_key(), q, loop_.now_ms(),
+                             limits_for(client.transport, q), scratch_, true);
+    return stale.length;
+}
+
+void QueryPipeline::on_stale_timer(uint64_t cookie) {
+    PendingClient* client = pending_.find(cookie);
+    if (client == nullptr) return;
+    client->stale_timer = EventLoop::kNoTimer;
+    const size_t length = render_stale(*client);
+    if (length == 0) return;  // nothing stale any more: wait for the upstream
+    bump(counters_.stale_served);
+    sender_.send_reply(*client, std::span<const uint8_t>(scratch_.data(), length));
+    // The upstream query goes on and refreshes the cache; this client needs nothing more.
+    resolver_.leave(client->upstream_question, cookie);
+    pending_.remove(cookie);
+}
+
+void QueryPipeline::deliver(uint64_t cookie, const upstream::ResolveOutcome& outcome) {
+    PendingClient* client = pending_.find(cookie);
+    if (client == nullptr) return;
+    loop_.cancel_timer(client->stale_timer);
+    const dns::Query q = client->query();
+    const auto& answer = outcome.answer;
+    size_t length = 0;
+    if (answer && usable_answer(*answer)) {
+        bool truncated = false;
+        length = cache::render_answer(answer->view(), q, 0, false, limits_for(client->transport, q),
+                                      scratch_, &truncated);
+        if (truncated) bump(counters_.answers_truncated);
+    } else {
+        if (config_.serve_stale) length = render_stale(*client);
+        if (length > 0) {
+            bump(counters_.stale_served);
+        } else if (answer) {
+            bool truncated = false;
+            length = cache::render_answer(answer->view(), q, 0, false,
+                                          limits_for(client->transport, q), scratch_, &truncated);
+            if (answer->rcode == rc(Rcode::ServFail)) bump(counters_.answers_servfail);
+        } else {
+            length = error_answer(as_parsed(q), rc(Rcode::ServFail), scratch_);
+        }
+    }
+    sender_.send_reply(*client, std::span<const uint8_t>(scratch_.data(), length));
+    pending_.remove(cookie);
+}
+
+}  // namespace nscache::server

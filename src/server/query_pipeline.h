@@ -1,0 +1,70 @@
+// What a worker does with each client query, whatever the transport: parse, check access,
+// answer from the cache, or hand the miss to the resolver and answer when it delivers.
+// Serve-stale and prefetch decisions live here too. One per worker, used from its thread.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "cache/render.h"
+#include "common/counters.h"
+#include "common/event_loop.h"
+#include "server/pending_clients.h"
+#include "server/server_shared.h"
+#include "upstream/completion.h"
+#include "upstream/resolver.h"
+
+namespace nscache::server {
+
+struct ClientOrigin {
+    Transport transport = Transport::Udp;
+    uint16_t udp_socket = 0;
+    uint64_t tcp_connection = 0;
+    const sockaddr* peer = nullptr;
+    socklen_t peer_len = 0;
+};
+
+// Sends an answer that was not ready when the query came in.
+class ReplySender {
+public:
+    virtual void send_reply(const PendingClient& client, std::span<const uint8_t> reply) = 0;
+
+protected:
+    ~ReplySender() = default;
+};
+
+struct HandleResult {
+    size_t reply_length = 0;  // an answer written to `out` now
+    bool pending = false;     // the answer comes later, through ReplySender
+};
+
+class QueryPipeline final : public upstream::CompletionSink {
+public:
+    QueryPipeline(ServerShared& shared, EventLoop& loop, upstream::Resolver& resolver,
+                  WorkerCounters& counters, ReplySender& sender);
+
+    // `out` must hold the transport's maximum answer (UDP: the configured EDNS size, at least
+    // 512; TCP: 65535).
+    HandleResult handle(dns::Bytes msg, const ClientOrigin& origin, std::span<uint8_t> out);
+
+    void deliver(uint64_t cookie, const upstream::ResolveOutcome& outcome) override;
+
+private:
+    size_t error_answer(const dns::ParsedQuery& parsed, uint16_t rcode, std::span<uint8_t> out);
+    cache::RenderLimits limits_for(Transport transport, const dns::Query& q) const;
+    void on_stale_timer(uint64_t cookie);
+    // Renders a stale entry for a waiting client into scratch_; 0 when there is none.
+    size_t render_stale(const PendingClient& client);
+
+    ServerShared& shared_;
+    const Config& config_;
+    EventLoop& loop_;
+    upstream::Resolver& resolver_;
+    WorkerCounters& counters_;
+    ReplySender& sender_;
+    PendingClients pending_;
+    std::vector<uint8_t> scratch_;  // answers rendered for delivery
+};
+
+}  // namespace nscache::server

@@ -1,0 +1,24 @@
+// What every worker of the server shares: settings, the cache, the forwarding state and the
+// access list. Built once at start; the workers only read it (the cache and the resolver state
+// do their own locking).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "cache/cache.h"
+#include "config/config.h"
+#include "server/access_list.h"
+#include "upstream/resolver.h"
+
+namespace nscache::server {
+
+struct ServerShared {
+    const Config& config;
+    cache::Cache& cache;
+    upstream::ResolverShared& resolver;
+    AccessList access;
+    std::atomic<uint32_t> tcp_connections{0};
+};
+
+}  // namespace nscache::server

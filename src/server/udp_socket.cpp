@@ -1,0 +1,83 @@
+#include "server/udp_socket.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace nscache::server {
+namespace {
+
+// Batches per readiness event before other sockets and timers get a turn.
+constexpr int kMaxBatchesPerEvent = 8;
+
+}  // namespace
+
+UdpSocket::UdpSocket(int fd, uint16_t index, QueryPipeline& pipeline, size_t max_answer)
+    : fd_(fd),
+      index_(index),
+      pipeline_(pipeline),
+      max_answer_(max_answer),
+      in_(kBatch * kMaxQuery),
+      out_(kBatch * max_answer) {}
+
+UdpSocket::~UdpSocket() { close(fd_); }
+
+void UdpSocket::on_event(uint32_t) {
+    for (int i = 0; i < kMaxBatchesPerEvent; ++i) {
+        if (process_batch() < kBatch) return;
+    }
+}
+
+int UdpSocket::process_batch() {
+    for (int i = 0; i < kBatch; ++i) {
+        in_iov_[i] = iovec{in_.data() + static_cast<size_t>(i) * kMaxQuery, kMaxQuery};
+        in_msgs_[i].msg_hdr = msghdr{};
+        in_msgs_[i].msg_hdr.msg_name = &peers_[i];
+        in_msgs_[i].msg_hdr.msg_namelen = sizeof peers_[i];
+        in_msgs_[i].msg_hdr.msg_iov = &in_iov_[i];
+        in_msgs_[i].msg_hdr.msg_iovlen = 1;
+    }
+    const int received = recvmmsg(fd_, in_msgs_, kBatch, MSG_DONTWAIT, nullptr);
+    if (received <= 0) return 0;
+
+    int replies = 0;
+    for (int i = 0; i < received; ++i) {
+        const msghdr& hdr = in_msgs_[i].msg_hdr;
+        if (hdr.msg_flags & MSG_TRUNC) continue;  // larger than any sane query: drop it
+        const dns::Bytes query(static_cast<const uint8_t*>(in_iov_[i].iov_base), in_msgs_[i].msg_len);
+        ClientOrigin origin;
+        origin.transport = Transport::Udp;
+        origin.udp_socket = index_;
+        origin.peer = reinterpret_cast<const sockaddr*>(&peers_[i]);
+        origin.peer_len = hdr.msg_namelen;
+        uint8_t* answer = out_.data() + static_cast<size_t>(replies) * max_answer_;
+        const HandleResult result =
+            pipeline_.handle(query, origin, std::span<uint8_t>(answer, max_answer_));
+        if (result.reply_length == 0) continue;
+        out_iov_[replies] = iovec{answer, result.reply_length};
+        out_msgs_[replies].msg_hdr = msghdr{};
+        out_msgs_[replies].msg_hdr.msg_name = &peers_[i];
+        out_msgs_[replies].msg_hdr.msg_namelen = hdr.msg_namelen;
+        out_msgs_[replies].msg_hdr.msg_iov = &out_iov_[replies];
+        out_msgs_[replies].msg_hdr.msg_iovlen = 1;
+        ++replies;
+    }
+    for (int sent = 0; sent < replies;) {
+        const int n = sendmmsg(fd_, out_msgs_ + sent, static_cast<unsigned>(replies - sent), 0);
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR) continue;
+            // EAGAIN or an unreachable peer: skip one answer; UDP clients retry.
+            ++sent;
+            continue;
+        }
+        sent += n;
+    }
+    return received;
+}
+
+void UdpSocket::send_to(const sockaddr* peer, socklen_t peer_len, std::span<const uint8_t> reply) {
+    sendto(fd_, reply.data(), reply.size(), MSG_DONTWAIT, peer, peer_len);
+}
+
+}  // namespace nscache::server

@@ -1,0 +1,47 @@
+// One worker's UDP listening socket: reads queries in batches with recvmmsg, answers the
+// cache hits of a batch with one sendmmsg. Misses are answered later with sendto.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "common/event_loop.h"
+#include "server/query_pipeline.h"
+
+namespace nscache::server {
+
+class UdpSocket final : public EventHandler {
+public:
+    UdpSocket(int fd, uint16_t index, QueryPipeline& pipeline, size_t max_answer);
+    ~UdpSocket();
+
+    int fd() const { return fd_; }
+    void on_event(uint32_t events) override;
+    void send_to(const sockaddr* peer, socklen_t peer_len, std::span<const uint8_t> reply);
+
+private:
+    static constexpr int kBatch = 32;
+    static constexpr size_t kMaxQuery = 4096;
+
+    // Returns how many datagrams were read.
+    int process_batch();
+
+    const int fd_;
+    const uint16_t index_;
+    QueryPipeline& pipeline_;
+    const size_t max_answer_;
+
+    std::vector<uint8_t> in_;   // kBatch * kMaxQuery
+    std::vector<uint8_t> out_;  // kBatch * max_answer_
+    mmsghdr in_msgs_[kBatch];
+    iovec in_iov_[kBatch];
+    sockaddr_storage peers_[kBatch];
+    mmsghdr out_msgs_[kBatch];
+    iovec out_iov_[kBatch];
+};
+
+}  // namespace nscache::server

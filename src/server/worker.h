@@ -1,0 +1,49 @@
+// One worker thread: an event loop over its own UDP and TCP listening sockets (SO_REUSEPORT),
+// its TCP connections, its upstream queries and its completion queue. Workers share only the
+// cache, the forwarding state and the settings.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "common/counters.h"
+#include "common/event_loop.h"
+#include "server/query_pipeline.h"
+#include "server/server_shared.h"
+#include "server/tcp_connection.h"
+#include "server/udp_socket.h"
+#include "upstream/completion.h"
+#include "upstream/resolver.h"
+
+namespace nscache::server {
+
+class TcpAcceptor;
+
+class Worker final : public ReplySender {
+public:
+    // Takes ownership of the sockets.
+    Worker(uint32_t index, ServerShared& shared, WorkerCounters& counters,
+           const std::vector<int>& udp_fds, const std::vector<int>& tcp_fds);
+    ~Worker();
+
+    upstream::CompletionQueue& completion_queue() { return queue_; }
+
+    // The thread body: returns after request_stop().
+    void run();
+    void request_stop() { loop_.request_stop(); }
+
+    void send_reply(const PendingClient& client, std::span<const uint8_t> reply) override;
+
+private:
+    EventLoop loop_;
+    WorkerCounters& counters_;
+    upstream::CompletionQueue queue_;
+    upstream::Resolver resolver_;
+    QueryPipeline pipeline_;
+    TcpConnections tcp_;
+    std::vector<std::unique_ptr<UdpSocket>> udp_;
+    std::vector<std::unique_ptr<TcpAcceptor>> acceptors_;
+};
+
+}  // namespace nscache::server

@@ -1,0 +1,35 @@
+// Background health probe for an upstream marked down: every second one query for the root
+// NS set, off the client path. The first matching answer marks the upstream up again.
+// Lives on one worker's event loop; internal to upstream/.
+#pragma once
+
+#include <cstdint>
+
+#include "common/event_loop.h"
+#include "upstream/upstream_set.h"
+
+namespace nscache::upstream {
+
+class UpstreamProbe final : public EventHandler {
+public:
+    UpstreamProbe(EventLoop& loop, UpstreamSet& upstreams, size_t index, uint16_t edns_size);
+    ~UpstreamProbe();
+
+    // Sends a probe unless one is outstanding; an unanswered one is dropped after a second.
+    void send();
+    void on_event(uint32_t events) override;
+
+private:
+    void close_socket();
+
+    EventLoop& loop_;
+    UpstreamSet& upstreams_;
+    const size_t index_;
+    const uint16_t edns_size_;
+    int fd_ = -1;
+    EventLoop::Registration registration_ = 0;
+    uint16_t id_ = 0;
+    uint64_t sent_at_ms_ = 0;
+};
+
+}  // namespace nscache::upstream

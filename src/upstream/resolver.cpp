@@ -1,0 +1,103 @@
+#include "upstream/resolver.h"
+
+#include "upstream/probe.h"
+#include "upstream/upstream_query.h"
+
+namespace nscache::upstream {
+namespace {
+
+constexpr uint64_t kProbeIntervalMs = 1000;
+
+}  // namespace
+
+Resolver::Resolver(uint32_t worker, EventLoop& loop, ResolverShared& shared, CompletionSink& sink,
+                   WorkerCounters& counters)
+    : worker_(worker), loop_(loop), shared_(shared), sink_(sink), counters_(counters) {
+    // One worker probes upstreams marked down, so each gets one probe a second, not N.
+    if (worker_ == 0) {
+        for (size_t i = 0; i < shared_.upstreams.size(); ++i) {
+            probes_.push_back(std::make_unique<UpstreamProbe>(loop_, shared_.upstreams, i,
+                                                              shared_.options.edns_buffer_size));
+        }
+        schedule_probes();
+    }
+}
+
+Resolver::~Resolver() { loop_.cancel_timer(probe_timer_); }
+
+void Resolver::schedule_probes() {
+    probe_timer_ = loop_.add_timer(loop_.now_ms() + kProbeIntervalMs, [this] {
+        probe_timer_ = EventLoop::kNoTimer;
+        for (size_t i = 0; i < probes_.size(); ++i) {
+            if (shared_.upstreams.at(i).down.load(std::memory_order_relaxed)) probes_[i]->send();
+        }
+        schedule_probes();
+    });
+}
+
+bool Resolver::resolve(const Question& question, uint64_t cookie) {
+    std::string key = question.key();
+    const Waiter waiter{worker_, cookie};
+    switch (shared_.inflight.join(key, &waiter)) {
+        case JoinResult::Full:
+            return false;
+        case JoinResult::Joined:
+            bump(counters_.coalesced);
+            return true;
+        case JoinResult::Leader:
+            start(question, std::move(key));
+            return true;
+    }
+    return false;
+}
+
+void Resolver::refresh(const Question& question) {
+    std::string key = question.key();
+    if (shared_.inflight.join(key, nullptr) == JoinResult::Leader) start(question, std::move(key));
+}
+
+void Resolver::leave(const Question& question, uint64_t cookie) {
+    shared_.inflight.leave(question.key(), Waiter{worker_, cookie});
+}
+
+void Resolver::start(const Question& question, std::string key) {
+    if (queries_.size() >= kMaxOutstanding) {
+        bump(counters_.dropped_overload);
+        std::vector<Waiter> waiters = shared_.inflight.finish(key);
+        const ResolveOutcome failed{};
+        for (const Waiter& w : waiters) {
+            if (w.worker == worker_) {
+                sink_.deliver(w.cookie, failed);
+            } else {
+                shared_.queues[w.worker]->push(w.cookie, failed);
+            }
+        }
+        return;
+    }
+    auto query = std::make_unique<UpstreamQuery>(*this, loop_, shared_, counters_, question,
+                                                 std::move(key));
+    UpstreamQuery* raw = query.get();
+    queries_.emplace(raw, std::move(query));
+    raw->start();
+}
+
+void Resolver::finished(UpstreamQuery* query, std::shared_ptr<const cache::PreparedAnswer> answer) {
+    // Into the cache before the waiters are taken: a query arriving in between finds the
+    // cache entry, one arriving before joined the waiters. None goes upstream again.
+    if (answer && answer->ttl > 0) {
+        shared_.cache.insert(query->question().cache_key(), *answer, loop_.now_ms());
+    }
+    std::vector<Waiter> waiters = shared_.inflight.finish(query->key());
+    const ResolveOutcome outcome{std::move(answer)};
+    queries_.erase(query);  // destroys the query; nothing of it is used below
+    for (const Waiter& w : waiters) {
+        if (w.worker == worker_) {
+            sink_.deliver(w.cookie, outcome);
+        } else {
+            shared_.queues[w.worker]->push(w.cookie, outcome);
+        }
+    }
+}
+
+}  // namespace nscache::upstream
+

@@ -1,0 +1,77 @@
+// The forwarding half of a worker: takes cache misses, coalesces them with identical queries
+// in flight on any worker, sends one upstream query per distinct question, stores the answer
+// in the cache and hands it to every waiter. One Resolver per worker thread, used only from
+// that thread; what it shares with the other workers (cache, inflight table, upstream health,
+// completion queues) is in ResolverShared.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cache/answer.h"
+#include "cache/cache.h"
+#include "common/counters.h"
+#include "common/event_loop.h"
+#include "upstream/completion.h"
+#include "upstream/inflight.h"
+#include "upstream/question.h"
+#include "upstream/upstream_set.h"
+
+namespace nscache::upstream {
+
+struct ResolverOptions {
+    uint32_t query_timeout_ms = 2000;
+    uint16_t edns_buffer_size = 1232;
+    cache::TtlPolicy ttl;
+};
+
+struct ResolverShared {
+    ResolverOptions options;
+    cache::Cache& cache;
+    UpstreamSet& upstreams;
+    InflightTable inflight;
+    std::vector<CompletionQueue*> queues;  // indexed by worker
+};
+
+class UpstreamQuery;
+class UpstreamProbe;
+
+class Resolver {
+public:
+    // Upstream queries one worker keeps in flight at most; past this, misses get SERVFAIL.
+    static constexpr size_t kMaxOutstanding = 4096;
+
+    Resolver(uint32_t worker, EventLoop& loop, ResolverShared& shared, CompletionSink& sink,
+             WorkerCounters& counters);
+    ~Resolver();
+
+    // Answers arrive later through the sink (or this worker's queue) with `cookie`, exactly
+    // once. Returns false when the question cannot be taken now (too many waiters on it).
+    bool resolve(const Question& question, uint64_t cookie);
+    // Refreshes the cache entry for `question` in the background (prefetch, stale refresh).
+    void refresh(const Question& question);
+    // The client behind `cookie` was answered some other way; it will get no delivery.
+    void leave(const Question& question, uint64_t cookie);
+    bool all_upstreams_down() const { return shared_.upstreams.all_down(); }
+
+    // Called by an UpstreamQuery when it is done; destroys it.
+    void finished(UpstreamQuery* query, std::shared_ptr<const cache::PreparedAnswer> answer);
+
+private:
+    void start(const Question& question, std::string key);
+    void schedule_probes();
+
+    const uint32_t worker_;
+    EventLoop& loop_;
+    ResolverShared& shared_;
+    CompletionSink& sink_;
+    WorkerCounters& counters_;
+    std::unordered_map<UpstreamQuery*, std::unique_ptr<UpstreamQuery>> queries_;
+    std::vector<std::unique_ptr<UpstreamProbe>> probes_;
+    EventLoop::TimerHandle probe_timer_ = EventLoop::kNoTimer;
+};
+
+}  // namespace nscache::upstream

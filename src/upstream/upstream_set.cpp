@@ -1,0 +1,73 @@
+#include "upstream/upstream_set.h"
+
+#include <algorithm>
+
+#include "common/log.h"
+
+namespace nscache::upstream {
+namespace {
+
+constexpr uint32_t kUnmeasuredTimeoutMs = 400;
+constexpr uint32_t kMinAttemptTimeoutMs = 100;
+constexpr uint32_t kMaxAttemptTimeoutMs = 1000;
+
+}  // namespace
+
+UpstreamSet::UpstreamSet(const std::vector<SocketAddress>& addresses) {
+    for (const auto& a : addresses) servers_.push_back(std::make_unique<UpstreamServer>(a));
+}
+
+int UpstreamSet::choose(uint64_t tried) const {
+    int best = -1;
+    bool best_down = true;
+    uint32_t best_rtt = 0;
+    for (size_t i = 0; i < servers_.size() && i < 64; ++i) {
+        if (tried & (uint64_t{1} << i)) continue;
+        const bool down = servers_[i]->down.load(std::memory_order_relaxed);
+        const uint32_t rtt = servers_[i]->srtt_us.load(std::memory_order_relaxed);
+        const bool better = best < 0 || (best_down && !down) || (down == best_down && rtt < best_rtt);
+        if (better) {
+            best = static_cast<int>(i);
+            best_down = down;
+            best_rtt = rtt;
+        }
+    }
+    return best;
+}
+
+bool UpstreamSet::all_down() const {
+    return std::all_of(servers_.begin(), servers_.end(),
+                       [](const auto& s) { return s->down.load(std::memory_order_relaxed); });
+}
+
+uint32_t UpstreamSet::attempt_timeout_ms(size_t i) const {
+    const uint32_t srtt = servers_[i]->srtt_us.load(std::memory_order_relaxed);
+    if (srtt == 0) return kUnmeasuredTimeoutMs;
+    return std::clamp<uint32_t>(srtt * 4 / 1000 + 50, kMinAttemptTimeoutMs, kMaxAttemptTimeoutMs);
+}
+
+void UpstreamSet::record_answer(size_t i, uint32_t rtt_us) {
+    UpstreamServer& s = *servers_[i];
+    const uint32_t old = s.srtt_us.load(std::memory_order_relaxed);
+    // Exponential smoothing with weight 1/8, as TCP's SRTT (RFC 6298).
+    const uint32_t next = old == 0 ? std::max<uint32_t>(rtt_us, 1) : old - old / 8 + rtt_us / 8;
+    s.srtt_us.store(std::max<uint32_t>(next, 1), std::memory_order_relaxed);
+    s.consecutive_failures.store(0, std::memory_order_relaxed);
+    if (s.down.exchange(false, std::memory_order_relaxed)) {
+        log_info("upstream %s answers again", s.address.to_string().c_str());
+    }
+}
+
+void UpstreamSet::record_timeout(size_t i) {
+    UpstreamServer& s = *servers_[i];
+    s.timeouts.fetch_add(1, std::memory_order_relaxed);
+    const uint32_t failures = s.consecutive_failures.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (failures >= kDownAfterFailures && !s.down.exchange(true, std::memory_order_relaxed)) {
+        log_warning("upstream %s marked down after %u timeouts in a row",
+                    s.address.to_string().c_str(), failures);
+    }
+}
+
+void UpstreamSet::record_probe_answer(size_t i) { record_answer(i, 0); }
+
+}  // namespace nscache::upstream

@@ -1,0 +1,59 @@
+// The upstream servers and what we know of their health: smoothed RTT, consecutive failures,
+// and whether they are marked down. Shared by all workers; every field is an atomic, so
+// choosing an upstream takes no lock.
+//
+// Policy: send to the healthy upstream with the lowest smoothed RTT that this query has not
+// tried yet. An upstream that times out kDownAfterFailures times in a row is marked down and
+// skipped (a dead upstream costs clients one timeout, not one per query) until a background
+// probe gets an answer from it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "config/address.h"
+
+namespace nscache::upstream {
+
+inline constexpr uint32_t kDownAfterFailures = 3;
+
+struct UpstreamServer {
+    explicit UpstreamServer(const SocketAddress& a) : address(a) {}
+
+    const SocketAddress address;
+    std::atomic<uint32_t> srtt_us{0};  // 0: not measured yet
+    std::atomic<uint32_t> consecutive_failures{0};
+    std::atomic<bool> down{false};
+    std::atomic<uint64_t> queries{0};
+    std::atomic<uint64_t> timeouts{0};
+};
+
+class UpstreamSet {
+public:
+    explicit UpstreamSet(const std::vector<SocketAddress>& addresses);
+
+    size_t size() const { return servers_.size(); }
+    UpstreamServer& at(size_t i) { return *servers_[i]; }
+    const UpstreamServer& at(size_t i) const { return *servers_[i]; }
+
+    // The index to try next, skipping those whose bit is set in `tried`: healthy ones before
+    // those marked down, the lowest smoothed RTT first. -1 when all were tried.
+    int choose(uint64_t tried) const;
+    bool all_down() const;
+
+    // How long to wait for this upstream before trying the next: a few smoothed RTTs, within
+    // bounds, so a slow but working server is not abandoned and a dead one is left fast.
+    uint32_t attempt_timeout_ms(size_t i) const;
+
+    void record_answer(size_t i, uint32_t rtt_us);
+    void record_timeout(size_t i);
+    // A probe got an answer: the server is back.
+    void record_probe_answer(size_t i);
+
+private:
+    std::vector<std::unique_ptr<UpstreamServer>> servers_;
+};
+
+}  // namespace nscache::upstream
