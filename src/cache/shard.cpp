@@ -198,6 +198,12 @@ void CacheShard::insert(const CacheKey& key, uint64_t hash, const PreparedAnswer
     size_t chain = 0;
     for (Entry* e = *head; e != nullptr; e = e->next, ++chain) {
         if (key_matches(e, hash32, key)) {
+            // A SERVFAIL says the upstream failed, not that the data changed: it must not
+            // replace an answer we hold (fresh, or stale and kept for serve-stale).
+            if (answer.kind == AnswerKind::ServFail && e->kind() != AnswerKind::ServFail) {
+                std::free(fresh);
+                return;
+            }
             fresh->visited = e->visited;  // a refreshed entry keeps its popularity
             remove(*s, e);
             chain = 0;

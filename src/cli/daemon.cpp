@@ -56,7 +56,12 @@ int run_daemon(const Config& config) {
     cache::Cache cache(cache_config(config));
     upstream::UpstreamSet upstreams(config.upstreams);
     upstream::ResolverShared resolver_shared{resolver_options(config), cache, upstreams, {}, {}};
-    server::ServerShared shared{config, cache, resolver_shared, server::AccessList(config.allow), {}};
+    server::ServerShared shared{config, cache, resolver_shared, server::AccessList(config.allow),
+                                nullptr, {}};
+    if (config.rate_limit > 0) {
+        shared.rate_limiter =
+            std::make_unique<server::RateLimiter>(config.rate_limit, config.rate_limit_burst);
+    }
 
     const unsigned workers = config.threads;
     server::ListenSockets sockets;

@@ -2,6 +2,7 @@
 // so workers share it without locks.
 #pragma once
 
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <vector>
@@ -9,6 +10,15 @@
 #include "config/address.h"
 
 namespace nscache::server {
+
+inline bool is_loopback(const sockaddr* sa) {
+    if (sa->sa_family == AF_INET) {
+        return (reinterpret_cast<const uint8_t*>(
+                    &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr))[0] == 127;
+    }
+    const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr;
+    return IN6_IS_ADDR_LOOPBACK(&a) || (IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127);
+}
 
 class AccessList {
 public:

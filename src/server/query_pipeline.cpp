@@ -86,11 +86,22 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
         return {error_answer(parsed, rc(Rcode::Refused), out)};
     }
 
+    const uint64_t now = loop_.now_ms();
+    if (origin.transport == Transport::Udp && shared_.rate_limiter && !is_loopback(origin.peer) &&
+        !shared_.rate_limiter->allow(origin.peer, now)) {
+        bump(counters_.rate_limited);
+        if (config_.rate_limit_action == RateLimitAction::Drop) return {};
+        // An empty answer with TC=1 sends a real client to TCP, which a spoofer cannot follow.
+        const size_t length = dns::write_error_answer(parsed, rc(Rcode::NoError), out);
+        out[2] |= static_cast<uint8_t>(dns::flag::TC >> 8);
+        bump(counters_.answers_truncated);
+        return {length};
+    }
+
     const dns::Query& q = parsed.query;
     const upstream::Question question = question_of(q);
     const cache::CacheKey key = question.cache_key();
     const cache::RenderLimits limits = limits_for(origin.transport, q);
-    const uint64_t now = loop_.now_ms();
     const cache::LookupResult hit = shared_.cache.lookup(key, q, now, limits, out, false);
     if (hit.freshness == Freshness::Fresh) {
         bump(counters_.cache_hits);

@@ -5,10 +5,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "cache/cache.h"
 #include "config/config.h"
 #include "server/access_list.h"
+#include "server/rate_limiter.h"
 #include "upstream/resolver.h"
 
 namespace nscache::server {
@@ -18,6 +20,7 @@ struct ServerShared {
     cache::Cache& cache;
     upstream::ResolverShared& resolver;
     AccessList access;
+    std::unique_ptr<RateLimiter> rate_limiter;  // null: no rate limit
     std::atomic<uint32_t> tcp_connections{0};
 };
 

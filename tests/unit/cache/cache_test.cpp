@@ -208,3 +208,21 @@ TEST_F(CacheTest, ReplacingAnEntryKeepsOneCopy) {
 
 }  // namespace
 }  // namespace nscache::cache
+
+namespace nscache::cache {
+namespace {
+
+TEST_F(CacheTest, ServFailDoesNotReplaceAnAnswer) {
+    Cache cache(CacheConfig{.budget_bytes = 1 << 20, .stale_ttl_s = 3600});
+    store(cache, "keep.example.test", 10, kStart);
+    ClientQuery q("keep.example.test", dns::rtype::A);
+    auto servfail = prepare(testing::empty_answer("keep.example.test", dns::Rcode::ServFail),
+                            TtlPolicy{.servfail_ttl = 3});
+    cache.insert(key_for(q), *servfail, kStart + 20'000);  // the entry is stale by now
+    auto r = find(cache, "keep.example.test", kStart + 20'000, true);
+    ASSERT_EQ(r.freshness, Freshness::Stale);
+    EXPECT_EQ(dns::read_header(dns::Bytes(out_.data(), r.length)).rcode(), 0);
+}
+
+}  // namespace
+}  // namespace nscache::cache

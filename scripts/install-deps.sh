@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages nscache needs to build and test (README lists why each is
+# there). Run as root, or with sudo available.
+set -euo pipefail
+
+packages=(
+  # build
+  cmake ninja-build g++ pkg-config libtomlplusplus-dev
+  # unit tests
+  googletest libgtest-dev
+  # integration tests: a real upstream, real clients, the fake upstream's language
+  nsd bind9-dnsutils knot-dnsutils python3 python3-pytest python3-dnspython
+  # fuzzing and sanitizers
+  clang libfuzzer-14-dev libclang-rt-14-dev
+)
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+export DEBIAN_FRONTEND=noninteractive
+as_root apt-get update -q
+as_root apt-get install -y -q --no-install-recommends "${packages[@]}"

@@ -1,0 +1,43 @@
+// Per-client-prefix rate limit for UDP queries from non-loopback clients: a token bucket per
+// /24 (IPv4) or /56 (IPv6), so one network cannot take the daemon's capacity or use it to
+// reflect traffic at a spoofed victim. TCP is not limited (its source cannot be spoofed, and
+// "truncate" sends limited clients there).
+//
+// The buckets live in a fixed-size table, direct-mapped by a seeded hash of the prefix: O(1)
+// per query and bounded memory whatever the number of clients. A prefix that lands on a slot
+// held by another takes it over with a full bucket; with a secret seed an attacker cannot aim
+// at someone else's slot. Thread-safe (sharded mutexes).
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+namespace nscache::server {
+
+class RateLimiter {
+public:
+    // `rate` queries per second per prefix, bursts of `burst` (0: same as rate).
+    RateLimiter(uint32_t rate, uint32_t burst, size_t slots = 1 << 16);
+
+    // True when the query may go on; false when it is over the limit.
+    bool allow(const sockaddr* client, uint64_t now_ms);
+
+private:
+    struct Bucket {
+        uint64_t prefix_hash = 0;  // 0: empty
+        uint64_t last_ms = 0;
+        uint32_t milli_tokens = 0;  // tokens * 1000
+    };
+    static constexpr size_t kShards = 16;
+
+    const uint64_t rate_;
+    const uint64_t burst_milli_;
+    const uint64_t seed_;
+    std::vector<Bucket> buckets_;
+    std::mutex shards_[kShards];
+};
+
+}  // namespace nscache::server

@@ -1,0 +1,127 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "config/config.h"
+
+namespace nscache {
+namespace {
+
+class ConfigFileTest : public ::testing::Test {
+protected:
+    std::string write(const std::string& text) {
+        path_ = ::testing::TempDir() + "nscache_config_test.toml";
+        std::ofstream(path_) << text;
+        return path_;
+    }
+    void TearDown() override { std::remove(path_.c_str()); }
+    std::string path_;
+};
+
+TEST_F(ConfigFileTest, ReadsEveryKindOfValue) {
+    Config c;
+    auto err = load_config_file(write(R"(
+listen = ["127.0.0.1:5300", "[::1]:5300"]
+upstream = ["192.0.2.1", "[2001:db8::1]:5353"]
+threads = 3
+cache-size = "16M"
+allow = ["10.0.0.0/8"]
+min-ttl = 5
+max-ttl = 600
+servfail-ttl = "2s"
+query-timeout = "1500ms"
+serve-stale = false
+stale-ttl = "1h"
+rate-limit = 100
+rate-limit-action = "truncate"
+)"),
+                                c);
+    ASSERT_FALSE(err) << err->message;
+    EXPECT_EQ(c.listen.size(), 2u);
+    EXPECT_EQ(c.listen[1].to_string(), "[::1]:5300");
+    EXPECT_EQ(c.upstreams[0].to_string(), "192.0.2.1:53");
+    EXPECT_EQ(c.upstreams[1].port(), 5353);
+    EXPECT_EQ(c.threads, 3u);
+    EXPECT_EQ(c.cache_size, 16u << 20);
+    EXPECT_EQ(c.allow.size(), 1u);
+    EXPECT_EQ(c.min_ttl, 5u);
+    EXPECT_EQ(c.servfail_ttl, 2u);
+    EXPECT_EQ(c.query_timeout_ms, 1500u);
+    EXPECT_FALSE(c.serve_stale);
+    EXPECT_EQ(c.stale_ttl_s, 3600u);
+    EXPECT_EQ(c.rate_limit, 100u);
+    EXPECT_EQ(c.rate_limit_action, RateLimitAction::Truncate);
+}
+
+TEST_F(ConfigFileTest, ErrorsNameFileAndLine) {
+    Config c;
+    auto err = load_config_file(write("threads = 2\ncache-size = \"lots\"\n"), c);
+    ASSERT_TRUE(err);
+    EXPECT_NE(err->message.find(path_ + ":2:"), std::string::npos) << err->message;
+    EXPECT_NE(err->message.find("cache-size"), std::string::npos);
+
+    err = load_config_file(write("\n\nno-such-option = 1\n"), c);
+    ASSERT_TRUE(err);
+    EXPECT_NE(err->message.find(":3: unknown option 'no-such-option'"), std::string::npos)
+        << err->message;
+
+    err = load_config_file(write("listen = [\"127.0.0.1\"]\n"), c);  // listen needs a port
+    ASSERT_TRUE(err);
+    EXPECT_NE(err->message.find(":1:"), std::string::npos);
+
+    err = load_config_file(write("threads = \n"), c);  // TOML syntax error
+    ASSERT_TRUE(err);
+    EXPECT_NE(err->message.find(path_ + ":1"), std::string::npos) << err->message;
+
+    err = load_config_file(write("min-ttl = 100\nmax-ttl = 10\n"), c);
+    ASSERT_TRUE(err);
+}
+
+TEST_F(ConfigFileTest, MissingFileIsAnError) {
+    Config c;
+    EXPECT_TRUE(load_config_file("/nonexistent/nscache.toml", c));
+}
+
+TEST_F(ConfigFileTest, ExampleConfigIsValid) {
+    Config c;
+    auto err = load_config_file(NSCACHE_SOURCE_DIR "/nscache.toml.example", c);
+    ASSERT_FALSE(err) << err->message;
+    Config defaults;
+    EXPECT_EQ(c.cache_size, defaults.cache_size);  // the example shows the defaults
+    EXPECT_EQ(c.query_timeout_ms, defaults.query_timeout_ms);
+    EXPECT_EQ(c.stale_ttl_s, defaults.stale_ttl_s);
+    EXPECT_EQ(c.stale_answer_timeout_ms, defaults.stale_answer_timeout_ms);
+}
+
+TEST(ConfigValues, SizesAndDurations) {
+    EXPECT_EQ(parse_size("65536"), 65536u);
+    EXPECT_EQ(parse_size("64K"), 65536u);
+    EXPECT_EQ(parse_size("2G"), size_t{2} << 30);
+    EXPECT_FALSE(parse_size("12X"));
+    EXPECT_FALSE(parse_size("M"));
+    EXPECT_EQ(parse_duration_ms("1800ms"), 1800u);
+    EXPECT_EQ(parse_duration_ms("2"), 2000u);
+    EXPECT_EQ(parse_duration_ms("1d"), 86'400'000u);
+    EXPECT_FALSE(parse_duration_ms("soon"));
+}
+
+TEST(ResolveDefaults, SkipsOwnAddressInResolvConf) {
+    const std::string path = ::testing::TempDir() + "nscache_resolv.conf";
+    std::ofstream(path) << "# test\nnameserver 127.0.0.1\nnameserver 192.0.2.53\nsearch example\n";
+    Config c;
+    ASSERT_FALSE(resolve_defaults(c, path));
+    ASSERT_EQ(c.upstreams.size(), 1u);  // 127.0.0.1:53 is where we listen by default
+    EXPECT_EQ(c.upstreams[0].to_string(), "192.0.2.53:53");
+    EXPECT_TRUE(c.listen_is_default);
+    EXPECT_GT(c.threads, 0u);
+
+    std::ofstream(path) << "nameserver 127.0.0.1\n";
+    Config only_self;
+    EXPECT_TRUE(resolve_defaults(only_self, path));
+    std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace nscache
