@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/address.h"
@@ -60,6 +61,9 @@ struct ConfigError {
 
 // Reads a TOML file over `config`. Unknown keys and bad values are errors.
 std::optional<ConfigError> load_config_file(const std::string& path, Config& config);
+// The same for text already in memory; `source` names it in messages.
+std::optional<ConfigError> load_config_text(std::string_view text, const std::string& source,
+                                            Config& config);
 
 // The defaults that depend on the machine: listen addresses, upstreams from resolv.conf
 // (minus our own listen addresses), thread count. Call after file and flags are applied.

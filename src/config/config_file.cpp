@@ -192,14 +192,10 @@ std::string where(const std::string& path, const toml::source_region& source) {
 
 }  // namespace
 
-std::optional<ConfigError> load_config_file(const std::string& path, Config& config) {
-    toml::table root;
-    try {
-        root = toml::parse_file(path);
-    } catch (const toml::parse_error& e) {
-        if (e.source().begin.line == 0) return ConfigError{path + ": " + std::string(e.description())};
-        return ConfigError{where(path, e.source()) + std::string(e.description())};
-    }
+namespace {
+
+std::optional<ConfigError> apply_table(const std::string& path, const toml::table& root,
+                                       Config& config) {
     for (const auto& [key, node] : root) {
         const auto& table = setters();
         auto it = table.find(key.str());
@@ -217,6 +213,34 @@ std::optional<ConfigError> load_config_file(const std::string& path, Config& con
     }
     config.config_path = path;
     return std::nullopt;
+}
+
+std::optional<ConfigError> parse_error(const std::string& path, const toml::parse_error& e) {
+    if (e.source().begin.line == 0) return ConfigError{path + ": " + std::string(e.description())};
+    return ConfigError{where(path, e.source()) + std::string(e.description())};
+}
+
+}  // namespace
+
+std::optional<ConfigError> load_config_file(const std::string& path, Config& config) {
+    toml::table root;
+    try {
+        root = toml::parse_file(path);
+    } catch (const toml::parse_error& e) {
+        return parse_error(path, e);
+    }
+    return apply_table(path, root, config);
+}
+
+std::optional<ConfigError> load_config_text(std::string_view text, const std::string& source,
+                                            Config& config) {
+    toml::table root;
+    try {
+        root = toml::parse(text, source);
+    } catch (const toml::parse_error& e) {
+        return parse_error(source, e);
+    }
+    return apply_table(source, root, config);
 }
 
 }  // namespace nscache
