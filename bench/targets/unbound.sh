@@ -1,0 +1,41 @@
+#!/bin/sh
+# unbound as a caching forwarder to the benchmark's NSD: one thread, caches for >1M names.
+# Environment (set by bench/run): BENCH_PORT, BENCH_UPSTREAM_PORT, BENCH_WORKDIR.
+# Runs in the foreground; the PID of this script becomes unbound's (exec).
+set -eu
+conf="$BENCH_WORKDIR/unbound.conf"
+cat > "$conf" <<CONF
+server:
+    interface: 127.0.0.1
+    port: $BENCH_PORT
+    do-ip6: no
+    do-daemonize: no
+    chroot: ""
+    username: ""
+    directory: "$BENCH_WORKDIR"
+    pidfile: "$BENCH_WORKDIR/unbound.pid"
+    use-syslog: no
+    logfile: ""
+    verbosity: 1
+    num-threads: 1
+    access-control: 127.0.0.0/8 allow
+    do-not-query-localhost: no
+    outgoing-interface: 127.0.0.1
+    module-config: "iterator"
+    msg-cache-size: 1g
+    rrset-cache-size: 2g
+    msg-cache-slabs: 1
+    rrset-cache-slabs: 1
+    infra-cache-slabs: 1
+    key-cache-slabs: 1
+    num-queries-per-thread: 4096
+    outgoing-range: 8192
+    so-rcvbuf: 8m
+    so-sndbuf: 8m
+remote-control:
+    control-enable: no
+forward-zone:
+    name: "."
+    forward-addr: 127.0.0.1@$BENCH_UPSTREAM_PORT
+CONF
+exec unbound -d -c "$conf"
