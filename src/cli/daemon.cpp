@@ -11,10 +11,12 @@
 #include "cli/privileges.h"
 #include "common/clock.h"
 #include "common/counters.h"
+#include "common/files.h"
 #include "common/log.h"
 #include "control/cache_file.h"
 #include "control/control_server.h"
 #include "server/listen_sockets.h"
+#include "server/nss_server.h"
 #include "server/server_shared.h"
 #include "server/worker.h"
 #include "upstream/resolver.h"
@@ -81,14 +83,34 @@ int run_daemon(const Config& config) {
         }
     }
 
-    std::unique_ptr<WorkerCounters[]> counters(new WorkerCounters[workers]);
-    control::ControlOptions control_options{config.control, config.control_group, std::nullopt};
+    // One counter block per worker, and one for the NSS thread (it forwards like a worker).
+    std::unique_ptr<WorkerCounters[]> counters(new WorkerCounters[workers + 1]);
+    std::unique_ptr<server::NssServer> nss;
+    if (config.nss) {
+        nss = std::make_unique<server::NssServer>(
+            shared, counters[workers], workers,
+            server::NssOptions{config.nss_socket, config.nss_map});
+        std::string error;
+        if (!make_parent_folder(config.nss_socket) || !make_parent_folder(config.nss_map)) {
+            error = "cannot create the folder of " + config.nss_socket;
+        } else if (auto e = nss->open()) {
+            error = *e;
+        }
+        if (!error.empty()) {
+            log_error("%s", error.c_str());
+            sockets.close_all();
+            return 1;
+        }
+    }
+    control::ControlOptions control_options{config.control, config.control_group, std::nullopt,
+                                            nullptr};
+    if (nss) control_options.after_flush = [&nss] { nss->invalidate_map(); };
     if (!config.metrics_listen.empty()) {
         control_options.metrics_listen = parse_socket_address(config.metrics_listen, std::nullopt);
     }
     control::ControlServer control_server(
         control_options, cache,
-        control::StatsSources{std::span<const WorkerCounters>(counters.get(), workers), &cache,
+        control::StatsSources{std::span<const WorkerCounters>(counters.get(), workers + 1), &cache,
                               &upstreams, started_ms});
     if (auto error = control_server.open(user ? user->uid : geteuid())) {
         log_error("%s", error->c_str());
@@ -107,6 +129,13 @@ int run_daemon(const Config& config) {
     }
 
     if (user) {
+        // The runtime folders become the user's, so it can replace and remove its files.
+        for (const std::string& path : {config.control, config.nss_socket, config.nss_map}) {
+            const std::string folder = parent_folder(path);
+            if (folder == "/run/nscache" && chown(folder.c_str(), user->uid, user->gid) != 0) {
+                log_warning("cannot give %s to %s", folder.c_str(), config.user.c_str());
+            }
+        }
         if (auto error = drop_privileges(config.user, *user)) {
             log_error("%s", error->c_str());
             sockets.close_all();
@@ -121,9 +150,11 @@ int run_daemon(const Config& config) {
                                                                sockets.udp[i], sockets.tcp[i]));
         resolver_shared.queues.push_back(&worker_list.back()->completion_queue());
     }
+    if (nss) resolver_shared.queues.push_back(&nss->completion_queue());
     std::vector<std::thread> threads;
     for (auto& w : worker_list) threads.emplace_back([&w] { w->run(); });
     control_server.start();
+    if (nss) nss->start();
     log_info("%u workers, cache %zu bytes, %zu upstreams", workers, config.cache_size,
              upstreams.size());
     log_info("ready");
@@ -133,8 +164,10 @@ int run_daemon(const Config& config) {
     log_info("shutting down (%s)", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
 
     control_server.stop();
+    if (nss) nss->stop();
     for (auto& w : worker_list) w->request_stop();
     for (auto& t : threads) t.join();
+    nss.reset();
     worker_list.clear();
 
     if (!config.cache_file.empty()) {

@@ -34,7 +34,8 @@ namespace nscache {
     X(rate_limited, "queries dropped or truncated by the rate limit")                      \
     X(dropped_overload, "queries dropped because too many were waiting on upstreams")     \
     X(tcp_connections, "TCP connections accepted")                                         \
-    X(tcp_rejected, "TCP connections refused over max-tcp-connections")
+    X(tcp_rejected, "TCP connections refused over max-tcp-connections")                   \
+    X(nss_requests, "lookups from the NSS module that missed its shared map")
 
 struct alignas(64) WorkerCounters {
 #define NSCACHE_DECLARE_COUNTER(name, help) std::atomic<uint64_t> name{0};

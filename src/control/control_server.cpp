@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "common/clock.h"
+#include "common/files.h"
 #include "common/log.h"
 #include "control/cache_file.h"
 #include "dns/name.h"
@@ -51,14 +52,6 @@ std::string read_request(int fd, const char* terminator) {
         request.append(buf, static_cast<size_t>(n));
     }
     return request;
-}
-
-bool make_parent_folder(const std::string& path) {
-    const size_t slash = path.rfind('/');
-    if (slash == std::string::npos || slash == 0) return true;
-    const std::string folder = path.substr(0, slash);
-    if (mkdir(folder.c_str(), 0755) == 0 || errno == EEXIST) return true;
-    return make_parent_folder(folder) && (mkdir(folder.c_str(), 0755) == 0 || errno == EEXIST);
 }
 
 }  // namespace
@@ -207,12 +200,19 @@ std::string ControlServer::execute(const std::string& request) {
         return "error: unknown stats format '" + argument + "'\n";
     }
     if (command == "flush") {
-        if (argument.empty()) return "ok\nflushed " + std::to_string(cache_.flush()) + " entries\n";
-        auto name = dns::name_from_text(argument);
-        if (!name) return "error: bad name '" + argument + "'\n";
-        dns::NameBuffer lower;
-        dns::lower_name(name->view(), lower);
-        return "ok\nflushed " + std::to_string(cache_.flush_name(lower.view())) + " entries\n";
+        size_t removed = 0;
+        if (argument.empty()) {
+            removed = cache_.flush();
+        } else {
+            auto name = dns::name_from_text(argument);
+            if (!name) return "error: bad name '" + argument + "'\n";
+            dns::NameBuffer lower;
+            dns::lower_name(name->view(), lower);
+            removed = cache_.flush_name(lower.view());
+        }
+        // After the cache: nothing published from the flushed entries may survive.
+        if (options_.after_flush) options_.after_flush();
+        return "ok\nflushed " + std::to_string(removed) + " entries\n";
     }
     if (command == "dump" || command == "load") {
         if (argument.empty() || argument[0] != '/') {

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -20,6 +21,8 @@ struct ControlOptions {
     std::string socket_path;
     std::string group;  // empty: mode 0600
     std::optional<SocketAddress> metrics_listen;
+    // Runs on every flush (the NSS shared map forgets what it published).
+    std::function<void()> after_flush;
 };
 
 class ControlServer {

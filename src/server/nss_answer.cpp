@@ -1,0 +1,182 @@
+#include "server/nss_answer.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "dns/name.h"
+#include "dns/record.h"
+
+namespace nscache::server {
+namespace {
+
+constexpr int kMaxChain = 16;
+
+std::string text_without_dot(dns::Bytes wire_name) {
+    std::string t = dns::name_to_text(wire_name);
+    if (t.size() > 1 && t.back() == '.') t.pop_back();
+    return t;
+}
+
+void put_u16(std::vector<uint8_t>& out, size_t v) {
+    const auto x = static_cast<uint16_t>(v);
+    out.insert(out.end(), reinterpret_cast<const uint8_t*>(&x), reinterpret_cast<const uint8_t*>(&x) + 2);
+}
+
+void put_string(std::vector<uint8_t>& out, const std::string& s) {
+    put_u16(out, s.size());
+    out.insert(out.end(), s.begin(), s.end());
+}
+
+}  // namespace
+
+HostsResult hosts_result_from_answer(dns::Bytes msg, dns::Bytes qname, uint16_t qtype) {
+    HostsResult r;
+    if (msg.size() < dns::kHeaderSize) return r;
+    const dns::Header h = dns::read_header(msg);
+    auto question = dns::skip_name(msg, dns::kHeaderSize);
+    if (h.qdcount != 1 || !question) return r;
+    const uint8_t rcode = h.rcode();
+    if (rcode != static_cast<uint8_t>(dns::Rcode::NoError) &&
+        rcode != static_cast<uint8_t>(dns::Rcode::NxDomain)) {
+        return r;  // TRYAGAIN
+    }
+
+    struct Rr {
+        dns::NameBuffer owner;
+        dns::RecordView view;
+    };
+    std::vector<Rr> answers;
+    uint32_t negative_ttl = 0;
+    bool have_soa = false;
+    size_t offset = question->end + 4;
+    const size_t counts = size_t{h.ancount} + h.nscount;
+    for (size_t i = 0; i < counts; ++i) {
+        auto rr = dns::read_record(msg, offset);
+        if (!rr) return r;
+        offset = rr->end;
+        if (i < h.ancount) {
+            Rr item;
+            if (!dns::read_name_lower(msg, rr->owner_offset, item.owner)) return r;
+            item.view = *rr;
+            answers.push_back(item);
+        } else if (rr->type == dns::rtype::SOA && !have_soa) {
+            have_soa = true;
+            negative_ttl = rr->ttl;  // the cache already made it min(SOA TTL, MINIMUM)
+        }
+    }
+
+    dns::NameBuffer current;
+    dns::lower_name(qname, current);
+    uint32_t ttl = UINT32_MAX;
+    for (int hop = 0; hop < kMaxChain; ++hop) {
+        bool followed = false;
+        for (const Rr& rr : answers) {
+            if (!dns::names_equal_ci(rr.owner.view(), current.view())) continue;
+            if (rr.view.type == dns::rtype::CNAME && qtype != dns::rtype::CNAME) {
+                dns::NameBuffer target;
+                if (!dns::read_name_lower(msg, rr.view.rdata_offset, target)) return r;
+                r.aliases.push_back(text_without_dot(current.view()));
+                ttl = std::min(ttl, rr.view.ttl);
+                current = target;
+                followed = true;
+                break;
+            }
+        }
+        if (!followed) break;
+    }
+    r.canonical = text_without_dot(current.view());
+    for (const Rr& rr : answers) {
+        if (!dns::names_equal_ci(rr.owner.view(), current.view()) || rr.view.type != qtype) continue;
+        if (qtype == dns::rtype::A && rr.view.rdlength == 4) {
+            std::array<uint8_t, 4> a;
+            std::memcpy(a.data(), &msg[rr.view.rdata_offset], 4);
+            r.ipv4.push_back(a);
+        } else if (qtype == dns::rtype::AAAA && rr.view.rdlength == 16) {
+            std::array<uint8_t, 16> a;
+            std::memcpy(a.data(), &msg[rr.view.rdata_offset], 16);
+            r.ipv6.push_back(a);
+        } else if (qtype == dns::rtype::PTR) {
+            dns::NameBuffer target;
+            if (!dns::read_name(msg, rr.view.rdata_offset, target)) continue;
+            r.aliases.push_back(text_without_dot(target.view()));
+        } else {
+            continue;
+        }
+        ttl = std::min(ttl, rr.view.ttl);
+    }
+    if (qtype == dns::rtype::PTR && !r.aliases.empty()) {
+        r.canonical = r.aliases.front();
+        r.aliases.erase(r.aliases.begin());
+        r.status = NSCACHE_NSS_FOUND;
+    } else if (!r.ipv4.empty() || !r.ipv6.empty()) {
+        r.status = NSCACHE_NSS_FOUND;
+    } else {
+        r.status = rcode == static_cast<uint8_t>(dns::Rcode::NxDomain) ? NSCACHE_NSS_NOTFOUND
+                                                                     : NSCACHE_NSS_NODATA;
+        // Without an SOA the negative answer may not be kept (RFC 2308 §5).
+        ttl = std::min(ttl, have_soa ? negative_ttl : 0u);
+    }
+    r.ttl = ttl == UINT32_MAX ? 0 : ttl;
+    return r;
+}
+
+HostsResult combine_results(const HostsResult& a, const HostsResult& aaaa) {
+    HostsResult r;
+    r.ttl = std::min(a.ttl, aaaa.ttl);
+    const bool found_a = a.status == NSCACHE_NSS_FOUND;
+    const bool found_aaaa = aaaa.status == NSCACHE_NSS_FOUND;
+    if (found_a || found_aaaa) {
+        const HostsResult& names = found_a ? a : aaaa;
+        r.status = NSCACHE_NSS_FOUND;
+        r.canonical = names.canonical;
+        r.aliases = names.aliases;
+        r.ipv4 = a.ipv4;
+        r.ipv6 = aaaa.ipv6;
+        // A failed half must not be remembered as "no address of that family".
+        if (a.status == NSCACHE_NSS_TRYAGAIN || aaaa.status == NSCACHE_NSS_TRYAGAIN) r.ttl = 0;
+        return r;
+    }
+    if (a.status == NSCACHE_NSS_NOTFOUND || aaaa.status == NSCACHE_NSS_NOTFOUND) {
+        r.status = NSCACHE_NSS_NOTFOUND;
+    } else if (a.status == NSCACHE_NSS_NODATA && aaaa.status == NSCACHE_NSS_NODATA) {
+        r.status = NSCACHE_NSS_NODATA;
+    } else {
+        r.status = NSCACHE_NSS_TRYAGAIN;
+        r.ttl = 0;
+    }
+    return r;
+}
+
+std::vector<uint8_t> encode_payload(const HostsResult& r) {
+    std::vector<uint8_t> out;
+    put_string(out, r.canonical);
+    put_u16(out, r.aliases.size());
+    for (const auto& alias : r.aliases) put_string(out, alias);
+    put_u16(out, r.ipv4.size());
+    for (const auto& a : r.ipv4) out.insert(out.end(), a.begin(), a.end());
+    put_u16(out, r.ipv6.size());
+    for (const auto& a : r.ipv6) out.insert(out.end(), a.begin(), a.end());
+    return out;
+}
+
+std::vector<uint8_t> reverse_name(int family, const uint8_t* address) {
+    std::string text;
+    if (family == 2) {  // AF_INET
+        for (int i = 3; i >= 0; --i) text += std::to_string(address[i]) + ".";
+        text += "in-addr.arpa.";
+    } else {
+        static const char kHex[] = "0123456789abcdef";
+        for (int i = 15; i >= 0; --i) {
+            text += kHex[address[i] & 0xF];
+            text += '.';
+            text += kHex[address[i] >> 4];
+            text += '.';
+        }
+        text += "ip6.arpa.";
+    }
+    auto name = dns::name_from_text(text);
+    return std::vector<uint8_t>(name->bytes, name->bytes + name->length);
+}
+
+}  // namespace nscache::server

@@ -1,0 +1,392 @@
+#include "server/nss_server.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "cache/render.h"
+#include "common/log.h"
+#include "dns/name.h"
+#include "dns/query.h"
+
+namespace nscache::server {
+namespace {
+
+constexpr size_t kMaxConnections = 4096;
+constexpr uint64_t kConnectionTimeoutMs = 10'000;
+constexpr int kAfInet = 2;
+constexpr int kAfInet6 = 10;
+constexpr size_t kMaxAnswer = 65535;
+
+// A DNS query made up for the cache's renderer: no EDNS, RD set, ID 0.
+struct SyntheticQuery {
+    uint8_t question[dns::kMaxNameLength + 4];
+    size_t length = 0;
+
+    SyntheticQuery(dns::Bytes name, uint16_t qtype) {
+        std::memcpy(question, name.data(), name.size());
+        dns::write_u16(question + name.size(), qtype);
+        dns::write_u16(question + name.size() + 2, dns::kClassIN);
+        length = name.size() + 4;
+    }
+    dns::Query query() const {
+        dns::Query q;
+        q.header.flags = dns::flag::RD;
+        q.header.qdcount = 1;
+        q.question = dns::Bytes(question, length);
+        q.qname = dns::Bytes(question, length - 4);
+        q.qtype = dns::read_u16(question + length - 4);
+        q.qclass = dns::kClassIN;
+        return q;
+    }
+};
+
+uint64_t connection_id(uint32_t slot, uint32_t generation) { return uint64_t{generation} << 32 | slot; }
+
+}  // namespace
+
+// One client of the NSS socket: reads one request, waits for its answer, writes it, closes.
+class NssConnection final : public EventHandler {
+public:
+    NssConnection(NssServer& server, EventLoop& loop, int fd, uint64_t id)
+        : server_(server), loop_(loop), fd_(fd), id_(id) {}
+    ~NssConnection() {
+        loop_.cancel_timer(timer_);
+        if (fd_ >= 0) {
+            if (registered_) loop_.remove(registration_);
+            close(fd_);
+        }
+    }
+
+    uint64_t id() const { return id_; }
+
+    bool start() {
+        if (!loop_.add(fd_, EPOLLIN, this, registration_)) return false;
+        registered_ = true;
+        timer_ = loop_.add_timer(loop_.now_ms() + kConnectionTimeoutMs, [this] {
+            timer_ = EventLoop::kNoTimer;
+            shut();
+        });
+        return true;
+    }
+
+    void on_event(uint32_t events) override {
+        if (fd_ < 0) return;
+        if (events & (EPOLLERR | EPOLLHUP)) {
+            shut();
+            return;
+        }
+        if (writing_) {
+            write_out();
+            return;
+        }
+        read_in();
+    }
+
+    void send(std::vector<uint8_t> bytes) {
+        out_ = std::move(bytes);
+        writing_ = true;
+        write_out();
+    }
+
+private:
+    void read_in() {
+        uint8_t buffer[2048];
+        const ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+        if (n <= 0) {
+            shut();
+            return;
+        }
+        in_.insert(in_.end(), buffer, buffer + n);
+        if (in_.size() < sizeof(nscache_nss_request)) return;
+        nscache_nss_request header;
+        std::memcpy(&header, in_.data(), sizeof header);
+        if (header.magic != NSCACHE_NSS_REQUEST_MAGIC || header.version != NSCACHE_NSS_VERSION ||
+            header.data_len > NSCACHE_NSS_MAX_DATA) {
+            shut();
+            return;
+        }
+        const size_t total = sizeof header + header.data_len;
+        if (in_.size() < total) return;
+        if (in_.size() > total) {  // one request per connection
+            shut();
+            return;
+        }
+        loop_.modify(registration_, 0);  // nothing more to read; the answer re-arms
+        server_.on_request(*this, header, std::span<const uint8_t>(in_.data() + sizeof header,
+                                                                   header.data_len));
+    }
+
+    void write_out() {
+        while (offset_ < out_.size()) {
+            const ssize_t n = ::send(fd_, out_.data() + offset_, out_.size() - offset_, MSG_NOSIGNAL);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0 && errno == EAGAIN) {
+                loop_.modify(registration_, EPOLLOUT);
+                return;
+            }
+            if (n <= 0) break;
+            offset_ += static_cast<size_t>(n);
+        }
+        shut();
+    }
+
+    void shut() {
+        if (fd_ < 0) return;
+        loop_.cancel_timer(timer_);
+        loop_.remove(registration_);
+        close(fd_);
+        fd_ = -1;
+        server_.release(this);
+    }
+
+    NssServer& server_;
+    EventLoop& loop_;
+    int fd_;
+    const uint64_t id_;
+    EventLoop::Registration registration_ = 0;
+    bool registered_ = false;
+    EventLoop::TimerHandle timer_ = EventLoop::kNoTimer;
+    std::vector<uint8_t> in_;
+    std::vector<uint8_t> out_;
+    size_t offset_ = 0;
+    bool writing_ = false;
+};
+
+class NssServer::Acceptor final : public EventHandler {
+public:
+    explicit Acceptor(NssServer& server) : server_(server) {}
+    void on_event(uint32_t) override { server_.accept_connections(); }
+
+private:
+    NssServer& server_;
+};
+
+NssServer::NssServer(ServerShared& shared, WorkerCounters& counters, uint32_t worker_index,
+                     NssOptions options)
+    : shared_(shared),
+      counters_(counters),
+      options_(std::move(options)),
+      queue_(loop_),
+      resolver_(worker_index, loop_, shared.resolver, *this, counters),
+      scratch_(kMaxAnswer) {}
+
+NssServer::~NssServer() {
+    stop();
+    connections_.clear();
+    graveyard_.clear();
+    if (listen_fd_ >= 0) {
+        close(listen_fd_);
+        unlink(options_.socket_path.c_str());
+    }
+    map_.close();
+}
+
+std::optional<std::string> NssServer::open() {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (options_.socket_path.size() >= sizeof addr.sun_path) {
+        return "NSS socket path too long: " + options_.socket_path;
+    }
+    std::memcpy(addr.sun_path, options_.socket_path.c_str(), options_.socket_path.size() + 1);
+    unlink(options_.socket_path.c_str());
+    listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        listen(listen_fd_, 256) != 0) {
+        return "cannot bind NSS socket " + options_.socket_path + ": " + std::strerror(errno);
+    }
+    // Every local user resolves names, as through /etc/resolv.conf.
+    chmod(options_.socket_path.c_str(), 0666);
+    if (auto error = map_.create(options_.map_path)) return error;
+    log_info("NSS socket %s, map %s", options_.socket_path.c_str(), options_.map_path.c_str());
+    return std::nullopt;
+}
+
+void NssServer::start() {
+    acceptor_ = std::make_unique<Acceptor>(*this);
+    EventLoop::Registration ignored;
+    loop_.add(listen_fd_, EPOLLIN, acceptor_.get(), ignored);
+    thread_ = std::thread([this] { loop_.run([this] { queue_.drain(*this); }); });
+}
+
+void NssServer::stop() {
+    if (!thread_.joinable()) return;
+    loop_.request_stop();
+    thread_.join();
+}
+
+void NssServer::accept_connections() {
+    for (int i = 0; i < 64; ++i) {
+        const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) return;
+        uint32_t slot;
+        if (!free_connections_.empty()) {
+            slot = free_connections_.back();
+            free_connections_.pop_back();
+        } else if (connections_.size() < kMaxConnections) {
+            slot = static_cast<uint32_t>(connections_.size());
+            connections_.emplace_back();
+            connection_generations_.push_back(0);
+        } else {
+            close(fd);
+            continue;
+        }
+        auto connection = std::make_unique<NssConnection>(
+            *this, loop_, fd, connection_id(slot, connection_generations_[slot]));
+        if (!connection->start()) {
+            free_connections_.push_back(slot);
+            continue;  // the destructor closes fd
+        }
+        connections_[slot] = std::move(connection);
+    }
+}
+
+void NssServer::release(NssConnection* connection) {
+    const auto slot = static_cast<uint32_t>(connection->id());
+    ++connection_generations_[slot];
+    graveyard_.push_back(std::move(connections_[slot]));
+    free_connections_.push_back(slot);
+    if (graveyard_.size() == 1) loop_.add_timer(0, [this] { graveyard_.clear(); });
+}
+
+void NssServer::answer(NssConnection& connection, uint16_t status, int32_t family, uint32_t ttl,
+                       std::span<const uint8_t> payload) {
+    nscache_nss_response header{};
+    header.magic = NSCACHE_NSS_RESPONSE_MAGIC;
+    header.version = NSCACHE_NSS_VERSION;
+    header.status = status;
+    header.family = family;
+    header.ttl = ttl;
+    header.payload_len = static_cast<uint32_t>(payload.size());
+    std::vector<uint8_t> bytes(sizeof header + payload.size());
+    std::memcpy(bytes.data(), &header, sizeof header);
+    std::memcpy(bytes.data() + sizeof header, payload.data(), payload.size());
+    connection.send(std::move(bytes));
+}
+
+void NssServer::on_request(NssConnection& connection, const nscache_nss_request& header,
+                           std::span<const uint8_t> data) {
+    bump(counters_.nss_requests);
+    uint32_t slot;
+    if (!free_requests_.empty()) {
+        slot = free_requests_.back();
+        free_requests_.pop_back();
+    } else {
+        slot = static_cast<uint32_t>(requests_.size());
+        requests_.emplace_back();
+    }
+    Request& r = requests_[slot];
+    r.in_use = true;
+    r.connection_id = connection.id();
+    r.op = header.op;
+    r.family = header.family;
+    r.parts.clear();
+
+    bool valid = false;
+    if (header.op == NSCACHE_NSS_BY_NAME) {
+        std::string text(data.begin(), data.end());
+        auto name = dns::name_from_text(text);
+        if (name && (header.family == kAfInet || header.family == kAfInet6 || header.family == 0)) {
+            dns::lower_name(name->view(), r.question.name);
+            if (header.family != kAfInet6) r.parts.push_back(Part{dns::rtype::A, false, {}});
+            if (header.family != kAfInet) r.parts.push_back(Part{dns::rtype::AAAA, false, {}});
+            valid = true;
+        }
+    } else if (header.op == NSCACHE_NSS_BY_ADDR &&
+               ((header.family == kAfInet && data.size() == 4) ||
+                (header.family == kAfInet6 && data.size() == 16))) {
+        const std::vector<uint8_t> reverse = reverse_name(header.family, data.data());
+        std::memcpy(r.question.name.bytes, reverse.data(), reverse.size());
+        r.question.name.length = static_cast<uint8_t>(reverse.size());
+        r.parts.push_back(Part{dns::rtype::PTR, false, {}});
+        valid = true;
+    }
+    if (!valid) {
+        r.in_use = false;
+        free_requests_.push_back(slot);
+        answer(connection, NSCACHE_NSS_UNAVAIL, header.family, 0, {});
+        return;
+    }
+    r.key.resize(NSCACHE_MAP_KEY_MAX);
+    r.key.resize(nscache_map_key(r.key.data(), header.op, header.family, data.data(), data.size()));
+    r.question.qclass = dns::kClassIN;
+    const uint32_t generation = r.generation;
+    for (size_t i = 0; i < r.parts.size(); ++i) {
+        lookup_part(slot, i);
+        // A part answered from the cache may have finished (and freed) the request.
+        if (!requests_[slot].in_use || requests_[slot].generation != generation) return;
+    }
+}
+
+void NssServer::lookup_part(uint32_t slot, size_t part) {
+    Request& r = requests_[slot];
+    upstream::Question question = r.question;
+    question.qtype = r.parts[part].qtype;
+    const SyntheticQuery synthetic(question.name.view(), question.qtype);
+    const dns::Query q = synthetic.query();
+    const cache::RenderLimits limits{kMaxAnswer, 1232};
+    const auto hit = shared_.cache.lookup(question.cache_key(), q, loop_.now_ms(), limits,
+                                          scratch_, false);
+    if (hit.freshness == cache::Freshness::Fresh) {
+        part_done(slot, part, std::span<const uint8_t>(scratch_.data(), hit.length));
+        return;
+    }
+    // The cookie names the request slot, its generation and the part.
+    const uint64_t cookie = uint64_t{r.generation} << 32 | uint64_t{slot} << 1 | part;
+    if (!resolver_.resolve(question, cookie)) part_done(slot, part, {});
+}
+
+void NssServer::deliver(uint64_t cookie, const upstream::ResolveOutcome& outcome) {
+    const auto slot = static_cast<uint32_t>((cookie & 0xFFFFFFFFu) >> 1);
+    const size_t part = cookie & 1;
+    if (slot >= requests_.size()) return;
+    Request& r = requests_[slot];
+    if (!r.in_use || r.generation != static_cast<uint32_t>(cookie >> 32) || part >= r.parts.size()) {
+        return;
+    }
+    size_t length = 0;
+    if (outcome.answer) {
+        const SyntheticQuery synthetic(r.question.name.view(), r.parts[part].qtype);
+        bool truncated = false;
+        length = cache::render_answer(outcome.answer->view(), synthetic.query(), 0, false,
+                                      cache::RenderLimits{kMaxAnswer, 1232}, scratch_, &truncated);
+    }
+    part_done(slot, part, std::span<const uint8_t>(scratch_.data(), length));
+}
+
+void NssServer::part_done(uint32_t slot, size_t part, std::span<const uint8_t> answer) {
+    Request& r = requests_[slot];
+    r.parts[part].done = true;
+    r.parts[part].result =
+        hosts_result_from_answer(dns::Bytes(answer.data(), answer.size()), r.question.name.view(),
+                                 r.parts[part].qtype);
+    for (const Part& p : r.parts) {
+        if (!p.done) return;
+    }
+    finish(slot);
+}
+
+void NssServer::finish(uint32_t slot) {
+    Request& r = requests_[slot];
+    const HostsResult result =
+        r.parts.size() == 2 ? combine_results(r.parts[0].result, r.parts[1].result) : r.parts[0].result;
+    const std::vector<uint8_t> payload = encode_payload(result);
+    map_.publish(r.key, result.status, result.ttl, payload, static_cast<int64_t>(loop_.now_ms()));
+    const auto connection_slot = static_cast<uint32_t>(r.connection_id);
+    const int32_t family = r.family;
+    const uint64_t connection = r.connection_id;
+    r.in_use = false;
+    ++r.generation;
+    free_requests_.push_back(slot);
+    if (connection_slot < connections_.size() && connections_[connection_slot] &&
+        connections_[connection_slot]->id() == connection) {
+        answer(*connections_[connection_slot], result.status, family, result.ttl, payload);
+    }
+}
+
+}  // namespace nscache::server

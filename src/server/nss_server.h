@@ -1,0 +1,98 @@
+// The daemon's side of the NSS module: a thread with its own event loop serving the NSS
+// socket (one request, one response per connection), resolving through the shared cache and
+// the upstream machinery like a worker does, and publishing every answer in the shared map
+// so that the next lookup of that name in any process needs no system call.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/counters.h"
+#include "common/event_loop.h"
+#include "server/hosts_map.h"
+#include "server/nss_answer.h"
+#include "server/server_shared.h"
+#include "upstream/completion.h"
+#include "upstream/resolver.h"
+
+namespace nscache::server {
+
+struct NssOptions {
+    std::string socket_path;
+    std::string map_path;
+};
+
+class NssConnection;
+
+class NssServer final : public upstream::CompletionSink {
+public:
+    // `worker_index` is this thread's index among those the resolver can deliver to.
+    NssServer(ServerShared& shared, WorkerCounters& counters, uint32_t worker_index,
+              NssOptions options);
+    ~NssServer();
+
+    // Binds the socket and creates the map; an error message on failure.
+    std::optional<std::string> open();
+    upstream::CompletionQueue& completion_queue() { return queue_; }
+    void start();
+    void stop();
+    // Any thread: after a cache flush, nothing published before it may be served.
+    void invalidate_map() { map_.invalidate_all(); }
+
+    void deliver(uint64_t cookie, const upstream::ResolveOutcome& outcome) override;
+
+    // Used by connections.
+    void on_request(NssConnection& connection, const nscache_nss_request& header,
+                    std::span<const uint8_t> data);
+    void release(NssConnection* connection);
+
+private:
+    struct Part {
+        uint16_t qtype = 0;
+        bool done = false;
+        HostsResult result;
+    };
+    struct Request {
+        uint64_t connection_id = 0;
+        uint16_t op = 0;
+        int32_t family = 0;
+        std::vector<uint8_t> key;        // map key (nss/protocol.h)
+        upstream::Question question;     // the name asked in DNS form (qtype set per part)
+        std::vector<Part> parts;         // A, AAAA or PTR
+        uint32_t generation = 0;
+        bool in_use = false;
+    };
+
+    void accept_connections();
+    void lookup_part(uint32_t slot, size_t part);
+    void part_done(uint32_t slot, size_t part, std::span<const uint8_t> answer);
+    void finish(uint32_t slot);
+    void answer(NssConnection& connection, uint16_t status, int32_t family, uint32_t ttl,
+                std::span<const uint8_t> payload);
+
+    class Acceptor;
+
+    ServerShared& shared_;
+    WorkerCounters& counters_;
+    NssOptions options_;
+    EventLoop loop_;
+    upstream::CompletionQueue queue_;
+    upstream::Resolver resolver_;
+    HostsMap map_;
+    int listen_fd_ = -1;
+    std::unique_ptr<Acceptor> acceptor_;
+    std::vector<std::unique_ptr<NssConnection>> connections_;  // indexed by slot
+    std::vector<uint32_t> connection_generations_;
+    std::vector<uint32_t> free_connections_;
+    std::vector<std::unique_ptr<NssConnection>> graveyard_;
+    std::vector<Request> requests_;
+    std::vector<uint32_t> free_requests_;
+    std::vector<uint8_t> scratch_;
+    std::thread thread_;
+};
+
+}  // namespace nscache::server
