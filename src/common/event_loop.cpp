@@ -72,8 +72,12 @@ void EventLoop::modify(Registration reg, uint32_t events) {
 }
 
 void EventLoop::remove(Registration reg) {
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, slots_[reg].fd, nullptr);
+    forget(reg);
+}
+
+void EventLoop::forget(Registration reg) {
     Slot& s = slots_[reg];
-    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, s.fd, nullptr);
     s.handler = nullptr;
     s.fd = -1;
     ++s.generation;
@@ -93,8 +97,8 @@ void EventLoop::cancel_timer(TimerHandle& handle) {
 
 void EventLoop::refresh_now() { now_ms_ = monotonic_ms(); }
 
-int EventLoop::run_due_timers() {
-    // Bounded by the timers due now; a timer added while running waits for the next pass.
+void EventLoop::run_due_timers() {
+    // Bounded by the timers due now; a timer added while running waits for the next turn.
     size_t budget = timers_.size();
     while (!timers_.empty() && budget-- > 0) {
         auto it = timers_.begin();
@@ -103,6 +107,9 @@ int EventLoop::run_due_timers() {
         timers_.erase(it);
         fn();
     }
+}
+
+int EventLoop::wait_timeout() const {
     if (timers_.empty()) return kIdleWaitMs;
     const uint64_t next = timers_.begin()->first.first;
     if (next <= now_ms_) return 0;
@@ -111,11 +118,12 @@ int EventLoop::run_due_timers() {
 
 void EventLoop::run(const std::function<void()>& on_wake) {
     epoll_event events[kMaxEvents];
+    refresh_now();
     while (!stop_.load(std::memory_order_acquire)) {
-        refresh_now();
-        const int timeout = run_due_timers();
-        const int n = epoll_wait(epoll_fd_, events, kMaxEvents, timeout);
+        const int n = epoll_wait(epoll_fd_, events, kMaxEvents, wait_timeout());
         if (n < 0 && errno != EINTR) std::abort();
+        // One clock read per turn, and I/O before timers: an answer that arrived before its
+        // timeout fired is read first, even when a long batch made the loop late.
         refresh_now();
         for (int i = 0; i < n; ++i) {
             const uint64_t t = events[i].data.u64;
@@ -133,6 +141,7 @@ void EventLoop::run(const std::function<void()>& on_wake) {
             if (s.handler == nullptr || s.generation != generation) continue;  // removed meanwhile
             s.handler->on_event(events[i].events);
         }
+        run_due_timers();
     }
 }
 

@@ -40,6 +40,9 @@ public:
     void modify(Registration reg, uint32_t events);
     // Unregisters; the caller still owns and closes the descriptor.
     void remove(Registration reg);
+    // For a descriptor about to be closed (never dup'ed): closing it leaves the epoll set by
+    // itself, so this only frees the registration, saving an epoll_ctl call.
+    void forget(Registration reg);
 
     TimerHandle add_timer(uint64_t deadline_ms, std::function<void()> fn);
     // Safe to call with kNoTimer or a timer that already fired.
@@ -61,7 +64,8 @@ private:
         uint32_t generation = 0;
     };
 
-    int run_due_timers();  // returns the epoll timeout until the next one
+    void run_due_timers();
+    int wait_timeout() const;  // milliseconds until the next timer, for epoll_wait
 
     int epoll_fd_ = -1;
     int wake_fd_ = -1;

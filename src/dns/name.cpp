@@ -1,6 +1,7 @@
 #include "dns/name.h"
 
 #include <cstdio>
+#include <cstring>
 
 namespace nscache::dns {
 namespace {
@@ -86,7 +87,22 @@ std::optional<size_t> read_name_lower(Bytes msg, size_t offset, NameBuffer& out)
 }
 
 void lower_name(Bytes name, NameBuffer& out) {
-    for (size_t i = 0; i < name.size(); ++i) out.bytes[i] = ascii_lower(name[i]);
+    // Eight bytes at a time (every query's name passes here): add 0x20 to each byte in
+    // 'A'..'Z'. Length bytes (below 64) are never in that range, so they pass unchanged.
+    size_t i = 0;
+    for (; i + 8 <= name.size(); i += 8) {
+        uint64_t w;
+        std::memcpy(&w, name.data() + i, 8);
+        constexpr uint64_t kOnes = 0x0101010101010101ull;
+        constexpr uint64_t kHigh = 0x8080808080808080ull;
+        const uint64_t low7 = w & ~kHigh;
+        const uint64_t above_at = low7 + kOnes * (0x80 - 'A');        // high bit: byte >= 'A'
+        const uint64_t above_z = low7 + kOnes * (0x80 - 'Z' - 1);     // high bit: byte > 'Z'
+        const uint64_t upper = above_at & ~above_z & ~w & kHigh;      // 'A'..'Z', ASCII only
+        w |= upper >> 2;                                              // 0x80 >> 2 == 0x20
+        std::memcpy(out.bytes + i, &w, 8);
+    }
+    for (; i < name.size(); ++i) out.bytes[i] = ascii_lower(name[i]);
     out.length = static_cast<uint8_t>(name.size());
 }
 

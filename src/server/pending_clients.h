@@ -65,7 +65,7 @@ public:
         }
         Slot& s = slots_[slot];
         s.in_use = true;
-        s.client = PendingClient{};
+        s.client.stale_timer = EventLoop::kNoTimer;  // the caller sets every other field
         cookie = uint64_t{s.generation} << 32 | slot;
         return &s.client;
     }

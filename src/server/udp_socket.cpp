@@ -19,7 +19,20 @@ UdpSocket::UdpSocket(int fd, uint16_t index, QueryPipeline& pipeline, size_t max
       pipeline_(pipeline),
       max_answer_(max_answer),
       in_(kBatch * kMaxQuery),
-      out_(kBatch * max_answer) {}
+      out_(kBatch * max_answer) {
+    // The headers point at fixed buffers: set them up once, not per batch (this setup was a
+    // third of the instructions per query at small batch sizes, measured with callgrind).
+    for (int i = 0; i < kBatch; ++i) {
+        in_iov_[i] = iovec{in_.data() + static_cast<size_t>(i) * kMaxQuery, kMaxQuery};
+        in_msgs_[i].msg_hdr = msghdr{};
+        in_msgs_[i].msg_hdr.msg_name = &peers_[i];
+        in_msgs_[i].msg_hdr.msg_iov = &in_iov_[i];
+        in_msgs_[i].msg_hdr.msg_iovlen = 1;
+        out_msgs_[i].msg_hdr = msghdr{};
+        out_msgs_[i].msg_hdr.msg_iov = &out_iov_[i];
+        out_msgs_[i].msg_hdr.msg_iovlen = 1;
+    }
+}
 
 UdpSocket::~UdpSocket() { close(fd_); }
 
@@ -30,14 +43,7 @@ void UdpSocket::on_event(uint32_t) {
 }
 
 int UdpSocket::process_batch() {
-    for (int i = 0; i < kBatch; ++i) {
-        in_iov_[i] = iovec{in_.data() + static_cast<size_t>(i) * kMaxQuery, kMaxQuery};
-        in_msgs_[i].msg_hdr = msghdr{};
-        in_msgs_[i].msg_hdr.msg_name = &peers_[i];
-        in_msgs_[i].msg_hdr.msg_namelen = sizeof peers_[i];
-        in_msgs_[i].msg_hdr.msg_iov = &in_iov_[i];
-        in_msgs_[i].msg_hdr.msg_iovlen = 1;
-    }
+    for (int i = 0; i < kBatch; ++i) in_msgs_[i].msg_hdr.msg_namelen = sizeof peers_[i];
     const int received = recvmmsg(fd_, in_msgs_, kBatch, MSG_DONTWAIT, nullptr);
     if (received <= 0) return 0;
 
@@ -56,11 +62,8 @@ int UdpSocket::process_batch() {
             pipeline_.handle(query, origin, std::span<uint8_t>(answer, max_answer_));
         if (result.reply_length == 0) continue;
         out_iov_[replies] = iovec{answer, result.reply_length};
-        out_msgs_[replies].msg_hdr = msghdr{};
         out_msgs_[replies].msg_hdr.msg_name = &peers_[i];
         out_msgs_[replies].msg_hdr.msg_namelen = hdr.msg_namelen;
-        out_msgs_[replies].msg_hdr.msg_iov = &out_iov_[replies];
-        out_msgs_[replies].msg_hdr.msg_iovlen = 1;
         ++replies;
     }
     for (int sent = 0; sent < replies;) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "cache/cache.h"
@@ -29,12 +30,14 @@ struct Question {
     }
     // The coalescing key: the same fields as the cache key, as one string.
     std::string key() const {
-        std::string k(reinterpret_cast<const char*>(name.bytes), name.length);
-        k.push_back(static_cast<char>(qtype >> 8));
-        k.push_back(static_cast<char>(qtype));
-        k.push_back(static_cast<char>(qclass >> 8));
-        k.push_back(static_cast<char>(qclass));
-        k.push_back(static_cast<char>(key_flags()));
+        std::string k(name.length + 5u, '\0');
+        std::memcpy(k.data(), name.bytes, name.length);
+        char* tail = k.data() + name.length;
+        tail[0] = static_cast<char>(qtype >> 8);
+        tail[1] = static_cast<char>(qtype);
+        tail[2] = static_cast<char>(qclass >> 8);
+        tail[3] = static_cast<char>(qclass);
+        tail[4] = static_cast<char>(key_flags());
         return k;
     }
 };

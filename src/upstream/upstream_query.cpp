@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -50,17 +51,27 @@ UpstreamQuery::UpstreamQuery(Resolver& owner, EventLoop& loop, ResolverShared& s
       key_(std::move(key)) {}
 
 UpstreamQuery::~UpstreamQuery() {
-    loop_.cancel_timer(attempt_timer_);
-    loop_.cancel_timer(deadline_timer_);
+    loop_.cancel_timer(timer_);
     close_socket();
 }
 
 void UpstreamQuery::start() {
-    deadline_timer_ = loop_.add_timer(loop_.now_ms() + shared_.options.query_timeout_ms, [this] {
-        deadline_timer_ = EventLoop::kNoTimer;
-        finish(fallback_);
-    });
+    deadline_ms_ = loop_.now_ms() + shared_.options.query_timeout_ms;
     next_attempt();
+}
+
+// One timer per query: the attempt's timeout, or the query's deadline if that comes first.
+void UpstreamQuery::arm_timer(uint64_t attempt_timeout_ms) {
+    loop_.cancel_timer(timer_);
+    const uint64_t at = std::min(loop_.now_ms() + attempt_timeout_ms, deadline_ms_);
+    timer_ = loop_.add_timer(at, [this] {
+        timer_ = EventLoop::kNoTimer;
+        if (loop_.now_ms() >= deadline_ms_) {
+            finish(fallback_);
+            return;
+        }
+        on_attempt_timeout();
+    });
 }
 
 bool UpstreamQuery::open_socket(int type) {
@@ -78,15 +89,17 @@ bool UpstreamQuery::open_socket(int type) {
 
 void UpstreamQuery::close_socket() {
     if (fd_ < 0) return;
-    loop_.remove(registration_);
+    loop_.forget(registration_);  // the socket is ours alone: close() leaves epoll
     close(fd_);
     fd_ = -1;
 }
 
 void UpstreamQuery::next_attempt() {
-    loop_.cancel_timer(attempt_timer_);
     close_socket();
-    if (++attempts_ > kMaxAttempts) return;  // the deadline will end it
+    if (++attempts_ > kMaxAttempts) {
+        arm_timer(deadline_ms_);  // nothing more to try: wait for the deadline
+        return;
+    }
     upstream_ = shared_.upstreams.choose(tried_);
     if (upstream_ < 0) {
         // Every upstream was tried once. An error answer is as good as it gets; after
@@ -97,24 +110,24 @@ void UpstreamQuery::next_attempt() {
         }
         tried_ = 0;
         upstream_ = shared_.upstreams.choose(tried_);
-        if (upstream_ < 0) return;  // no upstreams at all: the deadline answers
+        if (upstream_ < 0) {  // no upstreams at all: the deadline answers
+            arm_timer(deadline_ms_);
+            return;
+        }
     }
     tried_ |= uint64_t{1} << upstream_;
     mode_ = Mode::Udp;
     if (!send_udp()) {
         bump(counters_.upstream_errors);
         // Try the next one on the loop's next turn rather than recursing here.
-        attempt_timer_ = loop_.add_timer(loop_.now_ms(), [this] {
-            attempt_timer_ = EventLoop::kNoTimer;
+        loop_.cancel_timer(timer_);
+        timer_ = loop_.add_timer(loop_.now_ms(), [this] {
+            timer_ = EventLoop::kNoTimer;
             next_attempt();
         });
         return;
     }
-    const uint32_t wait = shared_.upstreams.attempt_timeout_ms(static_cast<size_t>(upstream_));
-    attempt_timer_ = loop_.add_timer(loop_.now_ms() + wait, [this] {
-        attempt_timer_ = EventLoop::kNoTimer;
-        on_attempt_timeout();
-    });
+    arm_timer(shared_.upstreams.attempt_timeout_ms(static_cast<size_t>(upstream_)));
 }
 
 bool UpstreamQuery::send_udp() {
@@ -169,7 +182,6 @@ void UpstreamQuery::on_udp_readable() {
 }
 
 void UpstreamQuery::start_tcp() {
-    loop_.cancel_timer(attempt_timer_);
     close_socket();
     bump(counters_.upstream_tcp_retries);
     mode_ = Mode::TcpConnecting;
@@ -184,12 +196,8 @@ void UpstreamQuery::start_tcp() {
         next_attempt();
         return;
     }
-    const uint32_t wait =
-        2 * shared_.upstreams.attempt_timeout_ms(static_cast<size_t>(upstream_));
-    attempt_timer_ = loop_.add_timer(loop_.now_ms() + wait, [this] {
-        attempt_timer_ = EventLoop::kNoTimer;
-        on_attempt_timeout();
-    });
+    // A connection and an exchange: two round trips.
+    arm_timer(2 * shared_.upstreams.attempt_timeout_ms(static_cast<size_t>(upstream_)));
 }
 
 void UpstreamQuery::on_tcp_event(uint32_t events) {
@@ -284,8 +292,7 @@ void UpstreamQuery::on_answer(dns::Bytes msg, bool over_tcp) {
 }
 
 void UpstreamQuery::finish(std::shared_ptr<const cache::PreparedAnswer> answer) {
-    loop_.cancel_timer(attempt_timer_);
-    loop_.cancel_timer(deadline_timer_);
+    loop_.cancel_timer(timer_);
     close_socket();
     owner_.finished(this, std::move(answer));  // destroys this
 }

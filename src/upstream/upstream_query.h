@@ -42,6 +42,7 @@ private:
     void on_udp_readable();
     void on_tcp_event(uint32_t events);
     void on_attempt_timeout();
+    void arm_timer(uint64_t attempt_timeout_ms);
     // A datagram or TCP message that passed the source check.
     void on_answer(dns::Bytes msg, bool over_tcp);
     bool open_socket(int type);
@@ -64,8 +65,8 @@ private:
     int attempts_ = 0;
     uint16_t id_ = 0;
     uint64_t sent_at_us_ = 0;
-    EventLoop::TimerHandle attempt_timer_ = EventLoop::kNoTimer;
-    EventLoop::TimerHandle deadline_timer_ = EventLoop::kNoTimer;
+    uint64_t deadline_ms_ = 0;
+    EventLoop::TimerHandle timer_ = EventLoop::kNoTimer;
     std::vector<uint8_t> tcp_buffer_;
     size_t tcp_have_ = 0;
     // The last error answer (SERVFAIL, REFUSED...), relayed if no upstream does better.

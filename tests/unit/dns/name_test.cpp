@@ -113,3 +113,19 @@ TEST(NamesEqual, IgnoresCaseOnly) {
 
 }  // namespace
 }  // namespace nscache::dns
+
+namespace nscache::dns {
+namespace {
+
+TEST(LowerName, WordAtATimeMatchesBytewiseForEveryByte) {
+    uint8_t all[255];
+    for (int start = 0; start < 2; ++start) {
+        for (int i = 0; i < 255; ++i) all[i] = static_cast<uint8_t>(i + start);
+        NameBuffer out;
+        lower_name(Bytes(all, 255), out);
+        for (int i = 0; i < 255; ++i) ASSERT_EQ(out.bytes[i], ascii_lower(all[i])) << i;
+    }
+}
+
+}  // namespace
+}  // namespace nscache::dns
