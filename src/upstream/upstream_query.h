@@ -1,7 +1,9 @@
-// One question sent upstream, from first send to final answer: picks an upstream, sends over
-// UDP from a fresh socket (so a fresh random source port) with a fresh random ID, accepts only
-// an answer from that address and port with that ID and question, retries on the next
-// upstream after a timeout, switches to TCP on TC=1, and gives up at the query deadline.
+// One question sent upstream, from first send to final answer. Each attempt goes out over UDP
+// from a fresh socket (so a fresh random source port) with a fresh random ID; an answer is
+// accepted only from that attempt's upstream address and port, with its ID and our question.
+// After an attempt's wait (a few smoothed RTTs, doubling with every retry) the next attempt
+// goes to the next upstream, but earlier attempts stay open: a slow upstream's late answer
+// still counts. TC=1 switches to TCP; the query deadline ends it all.
 // Lives on one worker's event loop; internal to upstream/.
 #pragma once
 
@@ -28,27 +30,39 @@ public:
     ~UpstreamQuery();
 
     void start();
+    // TCP socket events (UDP attempts have handlers of their own).
     void on_event(uint32_t events) override;
 
     const Question& question() const { return question_; }
     const std::string& key() const { return key_; }
 
 private:
-    enum class Mode { Udp, TcpConnecting, TcpReading };
+    // One UDP send and its socket.
+    struct UdpAttempt final : EventHandler {
+        UpstreamQuery* query = nullptr;
+        int fd = -1;
+        EventLoop::Registration registration = 0;
+        int upstream = -1;
+        uint16_t id = 0;
+        uint64_t sent_at_us = 0;
+
+        void on_event(uint32_t) override { query->on_udp_readable(*this); }
+    };
 
     void next_attempt();
-    bool send_udp();
-    void start_tcp();
-    void on_udp_readable();
+    std::unique_ptr<UdpAttempt> send_udp(int upstream);
+    void close_attempt(UdpAttempt& attempt);
+    // Closes every open attempt; those to upstreams other than `answered_by` count as timeouts.
+    void close_attempts(int answered_by);
+    void on_udp_readable(UdpAttempt& attempt);
+    void start_tcp(int upstream);
     void on_tcp_event(uint32_t events);
-    void on_attempt_timeout();
-    void arm_timer(uint64_t attempt_timeout_ms);
-    // A datagram or TCP message that passed the source check.
-    void on_answer(dns::Bytes msg, bool over_tcp);
-    bool open_socket(int type);
-    void close_socket();
+    void arm_timer(uint64_t wait_ms);
+    // A message that passed the source, ID and question checks.
+    void on_answer(dns::Bytes msg, int upstream, uint64_t sent_at_us, bool over_tcp);
+    void close_tcp();
     // Ends the query; `this` is destroyed when it returns.
-    void finish(std::shared_ptr<const cache::PreparedAnswer> answer);
+    void finish(std::shared_ptr<const cache::PreparedAnswer> answer, int answered_by);
 
     Resolver& owner_;
     EventLoop& loop_;
@@ -57,20 +71,25 @@ private:
     const Question question_;
     const std::string key_;
 
-    Mode mode_ = Mode::Udp;
-    int fd_ = -1;
-    EventLoop::Registration registration_ = 0;
-    int upstream_ = -1;
+    std::vector<std::unique_ptr<UdpAttempt>> udp_;  // open attempts, oldest first
     uint64_t tried_ = 0;  // bit i: upstream i tried in this round
     int attempts_ = 0;
-    uint16_t id_ = 0;
-    uint64_t sent_at_us_ = 0;
     uint64_t deadline_ms_ = 0;
     EventLoop::TimerHandle timer_ = EventLoop::kNoTimer;
+
+    // TCP (after TC=1): one exchange at a time.
+    enum class TcpState { Idle, Connecting, Reading };
+    TcpState tcp_state_ = TcpState::Idle;
+    int tcp_fd_ = -1;
+    EventLoop::Registration tcp_registration_ = 0;
+    int tcp_upstream_ = -1;
+    uint16_t tcp_id_ = 0;
     std::vector<uint8_t> tcp_buffer_;
     size_t tcp_have_ = 0;
+
     // The last error answer (SERVFAIL, REFUSED...), relayed if no upstream does better.
     std::shared_ptr<const cache::PreparedAnswer> fallback_;
+    int fallback_upstream_ = -1;
 };
 
 }  // namespace nscache::upstream

@@ -48,19 +48,29 @@ uint32_t UpstreamSet::attempt_timeout_ms(size_t i) const {
 
 void UpstreamSet::record_answer(size_t i, uint32_t rtt_us) {
     UpstreamServer& s = *servers_[i];
+    s.consecutive_failures.store(0, std::memory_order_relaxed);
+    const uint32_t sample = std::max<uint32_t>(rtt_us, 1);
+    if (s.down.exchange(false, std::memory_order_relaxed)) {
+        // Back from the dead: its old RTT (inflated by timeouts) says nothing any more.
+        s.srtt_us.store(sample, std::memory_order_relaxed);
+        log_info("upstream %s answers again", s.address.to_string().c_str());
+        return;
+    }
     const uint32_t old = s.srtt_us.load(std::memory_order_relaxed);
     // Exponential smoothing with weight 1/8, as TCP's SRTT (RFC 6298).
-    const uint32_t next = old == 0 ? std::max<uint32_t>(rtt_us, 1) : old - old / 8 + rtt_us / 8;
+    const uint32_t next = old == 0 ? sample : old - old / 8 + sample / 8;
     s.srtt_us.store(std::max<uint32_t>(next, 1), std::memory_order_relaxed);
-    s.consecutive_failures.store(0, std::memory_order_relaxed);
-    if (s.down.exchange(false, std::memory_order_relaxed)) {
-        log_info("upstream %s answers again", s.address.to_string().c_str());
-    }
 }
 
 void UpstreamSet::record_timeout(size_t i) {
     UpstreamServer& s = *servers_[i];
     s.timeouts.fetch_add(1, std::memory_order_relaxed);
+    // A timeout counts as a slow answer: the smoothed RTT doubles (at least to the wait that
+    // expired), so the next query prefers another upstream before this one is marked down.
+    const uint32_t old = s.srtt_us.load(std::memory_order_relaxed);
+    const uint32_t floor = attempt_timeout_ms(i) * 1000;
+    s.srtt_us.store(std::min<uint32_t>(std::max(old * 2, floor), kMaxAttemptTimeoutMs * 1000 * 2),
+                    std::memory_order_relaxed);
     const uint32_t failures = s.consecutive_failures.fetch_add(1, std::memory_order_relaxed) + 1;
     if (failures >= kDownAfterFailures && !s.down.exchange(true, std::memory_order_relaxed)) {
         log_warning("upstream %s marked down after %u timeouts in a row",
@@ -68,6 +78,5 @@ void UpstreamSet::record_timeout(size_t i) {
     }
 }
 
-void UpstreamSet::record_probe_answer(size_t i) { record_answer(i, 0); }
 
 }  // namespace nscache::upstream

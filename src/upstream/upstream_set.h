@@ -49,8 +49,6 @@ public:
 
     void record_answer(size_t i, uint32_t rtt_us);
     void record_timeout(size_t i);
-    // A probe got an answer: the server is back.
-    void record_probe_answer(size_t i);
 
 private:
     std::vector<std::unique_ptr<UpstreamServer>> servers_;

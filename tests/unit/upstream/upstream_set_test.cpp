@@ -32,9 +32,20 @@ TEST(UpstreamSet, MarksDownAfterRepeatedTimeoutsAndBackOnAnswer) {
     EXPECT_EQ(set.choose(0), 1);          // down ones are skipped...
     EXPECT_EQ(set.choose(0b110), 0);      // ...unless nothing else is left
     EXPECT_FALSE(set.all_down());
-    set.record_probe_answer(0);
+    EXPECT_EQ(set.choose(0b010), 2);      // timeouts made it the slowest
+    set.record_answer(0, 100);            // a probe got through
     EXPECT_FALSE(set.at(0).down);
-    EXPECT_EQ(set.choose(0), 0);
+    EXPECT_EQ(set.choose(0), 0);          // and its RTT starts afresh
+}
+
+TEST(UpstreamSet, TimeoutMakesAnUnmeasuredUpstreamLoseToAMeasuredOne) {
+    auto set = three();
+    set.record_answer(1, 5000);
+    set.record_answer(2, 6000);
+    EXPECT_EQ(set.choose(0), 0);  // unmeasured: tried first
+    set.record_timeout(0);
+    EXPECT_EQ(set.choose(0), 1);
+    EXPECT_FALSE(set.at(0).down);
 }
 
 TEST(UpstreamSet, AttemptTimeoutFollowsRtt) {
