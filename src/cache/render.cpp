@@ -1,5 +1,7 @@
 #include "cache/render.h"
 
+#include "common/bytes.h"
+
 #include <cstring>
 
 namespace nscache::cache {
@@ -63,7 +65,7 @@ size_t render_answer(const AnswerView& answer, const dns::Query& query, uint32_t
     n += query.question.size();
 
     uint8_t* records = p + n;
-    std::memcpy(records, answer.records.data(), answer.records.size());
+    copy_bytes(records, answer.records.data(), answer.records.size());
     for (const uint16_t offset : answer.ttl_offsets) {
         const uint32_t stored = dns::read_u32(answer.records.data() + offset);
         const uint32_t ttl = stale ? kStaleAnswerTtl : (stored > age_s ? stored - age_s : 0);

@@ -1,5 +1,7 @@
 #include "cache/shard.h"
 
+#include "common/bytes.h"
+
 #include <malloc.h>
 
 #include <algorithm>
@@ -64,9 +66,9 @@ Entry* make_entry(const CacheKey& key, uint32_t hash32, const PreparedAnswer& a,
     e->visited = 0;
     e->prefetch_taken = 0;
     auto* offsets = reinterpret_cast<uint16_t*>(e + 1);
-    std::memcpy(offsets, a.ttl_offsets.data(), a.ttl_offsets.size() * sizeof(uint16_t));
+    copy_bytes(offsets, a.ttl_offsets.data(), a.ttl_offsets.size() * sizeof(uint16_t));
     std::memcpy(const_cast<uint8_t*>(e->name()), key.name.data(), key.name.size());
-    std::memcpy(const_cast<uint8_t*>(e->records()), a.records.data(), a.records.size());
+    copy_bytes(const_cast<uint8_t*>(e->records()), a.records.data(), a.records.size());
     return e;
 }
 

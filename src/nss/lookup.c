@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include "map_reader.h"
+#include "nss_clock.h"
 #include "socket_client.h"
 
 static enum nss_outcome outcome_of(struct nss_answer* a, int op, int family) {
@@ -30,7 +31,7 @@ static enum nss_outcome outcome_of(struct nss_answer* a, int op, int family) {
     return usable > 0 ? NSS_OUT_FOUND : NSS_OUT_NODATA;
 }
 
-static enum nss_outcome ask(int op, int family, const uint8_t* data, size_t len, int64_t deadline_ms,
+static enum nss_outcome ask(int op, int family, const uint8_t* data, size_t len, int64_t* deadline_ms,
                             struct nss_answer* a) {
     nss_reply_release(&a->reply);
     nss_reply_init(&a->reply);
@@ -38,7 +39,8 @@ static enum nss_outcome ask(int op, int family, const uint8_t* data, size_t len,
     const size_t key_len = nscache_map_key(key, op, family, data, len);
     if (key_len != 0 && nss_map_lookup(key, key_len, &a->reply)) return outcome_of(a, op, family);
 
-    switch (nss_socket_ask(op, family, data, len, deadline_ms, &a->reply)) {
+    if (*deadline_ms == 0) *deadline_ms = nss_now_ms() + NSS_DAEMON_TIMEOUT_MS;
+    switch (nss_socket_ask(op, family, data, len, *deadline_ms, &a->reply)) {
     case NSS_ASK_OK:
         nss_map_check_replaced();
         return outcome_of(a, op, family);
@@ -49,12 +51,12 @@ static enum nss_outcome ask(int op, int family, const uint8_t* data, size_t len,
     }
 }
 
-enum nss_outcome nss_lookup_name(const char* name, size_t len, int family, int64_t deadline_ms,
+enum nss_outcome nss_lookup_name(const char* name, size_t len, int family, int64_t* deadline_ms,
                                  struct nss_answer* answer) {
     return ask(NSCACHE_NSS_BY_NAME, family, (const uint8_t*)name, len, deadline_ms, answer);
 }
 
-enum nss_outcome nss_lookup_addr(const uint8_t* addr, size_t len, int family, int64_t deadline_ms,
+enum nss_outcome nss_lookup_addr(const uint8_t* addr, size_t len, int family, int64_t* deadline_ms,
                                  struct nss_answer* answer) {
     return ask(NSCACHE_NSS_BY_ADDR, family, addr, len, deadline_ms, answer);
 }

@@ -114,7 +114,7 @@ static struct map_view* refresh(int64_t now) {
 }
 
 void nss_map_check_replaced(void) {
-    const int64_t now = nss_now_ms();
+    const int64_t now = nss_coarse_ms();
     if (now < __atomic_load_n(&g_next_open_ms, __ATOMIC_RELAXED)) return;
     struct map_view* cur = __atomic_load_n(&g_view, __ATOMIC_ACQUIRE);
     struct stat st;
@@ -169,9 +169,12 @@ static enum slot_result read_slot(const struct map_view* v, uint32_t index, cons
         if (__atomic_load_n(&slot->seq, __ATOMIC_RELAXED) != s1) continue; /* torn: again */
 
         /* A stable copy. Everything below checks it, not the shared bytes; the clock is read
-         * after the copy, so a slot that expired while we read it is a miss. */
+         * after the copy, so a slot that expired while we read it is a miss. The coarse clock
+         * is never ahead of the precise one: a slot with more than a second left by it is
+         * valid; a closer call reads the precise clock. */
         if (!fits) return SLOT_MISS;
-        const int64_t now = nss_now_ms();
+        int64_t now = nss_coarse_ms();
+        if (head.expires_ms - now <= 1000) now = nss_now_ms();
         const uint8_t* body = (const uint8_t*)local + sizeof head;
         if (head.generation != generation || memcmp(body, key, key_len) != 0 ||
             head.expires_ms <= now || head.status > NSCACHE_NSS_TRYAGAIN)
@@ -192,7 +195,7 @@ static enum slot_result read_slot(const struct map_view* v, uint32_t index, cons
 bool nss_map_lookup(const uint8_t* key, size_t key_len, struct nss_reply* reply) {
     struct map_view* v = __atomic_load_n(&g_view, __ATOMIC_ACQUIRE);
     if (v == NULL || !view_live(v)) {
-        v = refresh(nss_now_ms());
+        v = refresh(nss_coarse_ms());
         if (v == NULL) return false;
     }
     const uint32_t generation = __atomic_load_n(&header_of(v)->generation, __ATOMIC_ACQUIRE);

@@ -9,7 +9,6 @@
 
 #include "fill.h"
 #include "lookup.h"
-#include "nss_clock.h"
 #include "search_list.h"
 
 #define NSS_EXPORT __attribute__((visibility("default")))
@@ -32,7 +31,7 @@ struct name_query {
 
 static enum nss_outcome ask_name(const char* name, size_t len, void* ctx) {
     struct name_query* q = ctx;
-    const enum nss_outcome o = nss_lookup_name(name, len, q->family, q->deadline_ms, &q->answer);
+    const enum nss_outcome o = nss_lookup_name(name, len, q->family, &q->deadline_ms, &q->answer);
     if (o == NSS_OUT_FOUND && len < sizeof q->found_name) memcpy(q->found_name, name, len + 1);
     return o;
 }
@@ -67,7 +66,7 @@ static enum nss_status failure(enum nss_outcome o, int saved_errno, int* errnop,
 
 /* Runs the search for name; on FOUND the answer stays in q for the caller to fill from. */
 static enum nss_outcome search_name(const char* name, struct name_query* q) {
-    q->deadline_ms = nss_now_ms() + NSS_DAEMON_TIMEOUT_MS;
+    q->deadline_ms = 0; /* set when the first question needs the socket */
     q->found_name[0] = '\0';
     nss_reply_init(&q->answer.reply);
     return nss_search(name, ask_name, q);
@@ -77,7 +76,8 @@ enum nss_status _nss_nscache_gethostbyname4_r(const char* name, struct gaih_addr
                                               char* buffer, size_t buflen, int* errnop,
                                               int* h_errnop, int32_t* ttlp) {
     const int olderr = errno;
-    struct name_query q = {.family = AF_UNSPEC};
+    struct name_query q; /* not zeroed: it holds a 1 KiB reply buffer */
+    q.family = AF_UNSPEC;
     const enum nss_outcome o = search_name(name, &q);
     enum nss_status status;
     if (o == NSS_OUT_FOUND) {
@@ -101,7 +101,8 @@ enum nss_status _nss_nscache_gethostbyname3_r(const char* name, int af, struct h
         return NSS_STATUS_UNAVAIL;
     }
     const int olderr = errno;
-    struct name_query q = {.family = af};
+    struct name_query q;
+    q.family = af;
     const enum nss_outcome o = search_name(name, &q);
     enum nss_status status;
     if (o == NSS_OUT_FOUND) {
@@ -156,8 +157,8 @@ enum nss_status _nss_nscache_gethostbyaddr2_r(const void* addr, socklen_t len, i
     const int olderr = errno;
     struct nss_answer answer;
     nss_reply_init(&answer.reply);
-    const enum nss_outcome o =
-        nss_lookup_addr(a, size, af, nss_now_ms() + NSS_DAEMON_TIMEOUT_MS, &answer);
+    int64_t deadline_ms = 0;
+    const enum nss_outcome o = nss_lookup_addr(a, size, af, &deadline_ms, &answer);
     enum nss_status status;
     if (o == NSS_OUT_FOUND) {
         status = nss_fill_hostent(&answer.payload, af, "", a, result, buffer, buflen, errnop,

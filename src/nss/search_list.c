@@ -79,7 +79,7 @@ static void check_file_locked(int64_t now) {
 }
 
 static const struct search_config* current_config(void) {
-    const int64_t now = nss_now_ms();
+    const int64_t now = nss_coarse_ms();
     if (now >= __atomic_load_n(&g_next_check_ms, __ATOMIC_RELAXED) && owner_lock_try(&g_lock)) {
         if (now >= __atomic_load_n(&g_next_check_ms, __ATOMIC_RELAXED)) check_file_locked(now);
         owner_lock_release(&g_lock);

@@ -1,5 +1,7 @@
 #include "server/hosts_map.h"
 
+#include "common/bytes.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -95,7 +97,7 @@ void HostsMap::publish(std::span<const uint8_t> key, uint16_t status, uint32_t t
     target->payload_len = static_cast<uint32_t>(payload.size());
     auto* data = reinterpret_cast<uint8_t*>(target + 1);
     std::memcpy(data, key.data(), key.size());
-    std::memcpy(data + key.size(), payload.data(), payload.size());
+    copy_bytes(data + key.size(), payload.data(), payload.size());
     store_release(target->seq, seq + 2);
 }
 

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "cache/render.h"
+#include "common/bytes.h"
 #include "common/log.h"
 #include "dns/name.h"
 #include "dns/query.h"
@@ -265,7 +266,7 @@ void NssServer::answer(NssConnection& connection, uint16_t status, int32_t famil
     header.payload_len = static_cast<uint32_t>(payload.size());
     std::vector<uint8_t> bytes(sizeof header + payload.size());
     std::memcpy(bytes.data(), &header, sizeof header);
-    std::memcpy(bytes.data() + sizeof header, payload.data(), payload.size());
+    copy_bytes(bytes.data() + sizeof header, payload.data(), payload.size());
     connection.send(std::move(bytes));
 }
 
