@@ -1,6 +1,5 @@
-/* Writing answers into the caller's buffer the way glibc's NSS interface wants them: a struct
- * hostent, or a gaih_addrtuple list. Both report ERANGE (status TRYAGAIN, h_errno
- * NETDB_INTERNAL) when the buffer is short, and write nothing visible in that case. */
+/* Writing answers into the caller's buffer as glibc's NSS interface wants them (a struct
+ * hostent or a gaih_addrtuple list); ERANGE when it is short. No shared state. */
 #ifndef NSCACHE_NSS_FILL_H
 #define NSCACHE_NSS_FILL_H
 
@@ -11,6 +10,9 @@
 #include <stdint.h>
 
 #include "reply.h"
+
+/* Both fillers report a short buffer as status TRYAGAIN, errno ERANGE, h_errno NETDB_INTERNAL,
+ * and then leave the caller's result untouched. */
 
 /* By name: h_name is the canonical name (fallback_name if the answer's is unusable), h_aliases
  * the CNAME owners, h_addr_list the addresses of family af (AF_INET or AF_INET6).

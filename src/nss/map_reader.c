@@ -185,8 +185,11 @@ static enum slot_result read_slot(const struct map_view* v, uint32_t index, cons
         reply->payload = room;
         reply->payload_len = head.payload_len;
         reply->status = head.status;
+        /* Seconds left, rounded up as the daemon's own answers count them, and never more
+         * than published (the coarse clock may lag by a tick). */
         const int64_t left_ms = head.expires_ms - now;
-        reply->ttl = (uint32_t)(left_ms / 1000 + (left_ms % 1000 != 0));
+        const uint32_t left = (uint32_t)(left_ms / 1000 + (left_ms % 1000 != 0));
+        reply->ttl = left < head.ttl ? left : head.ttl;
         return SLOT_HIT;
     }
     return SLOT_MISS;

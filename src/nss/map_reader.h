@@ -1,6 +1,5 @@
-/* The reader side of the shared map (NSCACHE_NSS_MAP): opened and mapped read-only once per
- * process, lazily; a hit is a hash, a seqlocked copy of one slot and a clock read, no system
- * call. Thread-safe and lock-free on lookups. */
+/* The reader side of the shared map (NSCACHE_NSS_MAP), mapped read-only once per process.
+ * Thread-safe; lookups are lock-free: a hash, a seqlocked slot copy, a clock read. */
 #ifndef NSCACHE_NSS_MAP_READER_H
 #define NSCACHE_NSS_MAP_READER_H
 

@@ -1,6 +1,5 @@
-/* Which names an unqualified or partly qualified name is tried as, in which order, and which
- * h_errno the whole search ends with: glibc's res_search rules over the search list, ndots
- * and options of /etc/resolv.conf (LOCALDOMAIN, RES_OPTIONS and HOSTALIASES included). */
+/* Which names a name is tried as, in which order, and the h_errno a failed search ends with:
+ * glibc's res_search rules over resolv.conf's search list and ndots. Thread-safe. */
 #ifndef NSCACHE_NSS_SEARCH_LIST_H
 #define NSCACHE_NSS_SEARCH_LIST_H
 
@@ -20,7 +19,8 @@ enum nss_outcome {
 /* Asks one candidate name (text, no trailing dot, NUL-terminated, len = strlen). */
 typedef enum nss_outcome (*nss_ask_fn)(const char* name, size_t len, void* ctx);
 
-/* Runs ask over the candidates for name, the way res_search orders them. Returns the outcome
+/* Runs ask over the candidates for name, the way res_search orders them (resolv.conf read
+ * through res_ninit, so LOCALDOMAIN and RES_OPTIONS count; HOSTALIASES too). Returns the outcome
  * that ended the search (FOUND, FAILED, BAD or DOWN), or, when every candidate failed,
  * NOTFOUND / NODATA / SERVFAIL for the h_errno res_search would leave: HOST_NOT_FOUND,
  * NO_DATA or TRY_AGAIN. Thread-safe. */

@@ -84,10 +84,9 @@ void HostsMap::publish(std::span<const uint8_t> key, uint16_t status, uint32_t t
             target = s;
         }
     }
-    // Seqlock write: odd while writing; the release fence orders it before the data.
-    const uint32_t seq = target->seq;
-    __atomic_store_n(&target->seq, seq + 1, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
+    // Seqlock write: odd while writing. The increment is acquire-release, so the data
+    // stores below cannot move before it; the final release store keeps them before "even".
+    const uint32_t seq = __atomic_fetch_add(&target->seq, 1, __ATOMIC_ACQ_REL);
     target->generation = generation;
     target->key_hash = hash;
     target->expires_ms = now_ms + int64_t{ttl} * 1000;
