@@ -201,7 +201,9 @@ std::string folder_of(const std::string& path) {
 CacheFileResult dump_cache(const cache::Cache& cache, const std::string& path, uint64_t now_ms,
                            uint64_t wall_now_ms) {
     CacheFileResult result;
-    const std::string tmp = path + ".tmp." + std::to_string(getpid());
+    // One fixed temporary name: a dump cut short by kill -9 leaves a file the next dump
+    // overwrites, instead of a new stray per process.
+    const std::string tmp = path + ".tmp";
     const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
         result.error = "cannot create " + tmp + ": " + std::strerror(errno);

@@ -64,7 +64,7 @@ void UpstreamProbe::on_event(uint32_t) {
     if (from_upstream &&
         dns::answers_question(dns::Bytes(buffer, static_cast<size_t>(n)), id_, probe_question())) {
         const uint64_t rtt_ms = loop_.now_ms() - sent_at_ms_;
-        upstreams_.record_answer(index_, static_cast<uint32_t>(rtt_ms * 1000));
+        upstreams_.record_answer(index_, static_cast<uint32_t>(rtt_ms * 1000), loop_.now_ms());
         close_socket();
     }
 }

@@ -90,7 +90,7 @@ void UpstreamQuery::close_attempts(int answered_by) {
     for (auto& attempt : udp_) {
         if (attempt->fd >= 0 && attempt->upstream != answered_by) {
             bump(counters_.upstream_timeouts);
-            shared_.upstreams.record_timeout(static_cast<size_t>(attempt->upstream));
+            shared_.upstreams.record_timeout(static_cast<size_t>(attempt->upstream), loop_.now_ms());
         }
         close_attempt(*attempt);
     }
@@ -102,7 +102,7 @@ void UpstreamQuery::next_attempt() {
         arm_timer(deadline_ms_);  // nothing more to send: wait for late answers or the deadline
         return;
     }
-    int upstream = shared_.upstreams.choose(tried_);
+    int upstream = shared_.upstreams.choose(tried_, loop_.now_ms());
     if (upstream < 0) {
         // Every upstream was tried once. An error answer is as good as it gets; after
         // timeouts only, start another round until the deadline.
@@ -111,7 +111,7 @@ void UpstreamQuery::next_attempt() {
             return;
         }
         tried_ = 0;
-        upstream = shared_.upstreams.choose(tried_);
+        upstream = shared_.upstreams.choose(tried_, loop_.now_ms());
         if (upstream < 0) {  // no upstreams at all: the deadline answers
             arm_timer(deadline_ms_);
             return;
@@ -129,7 +129,7 @@ void UpstreamQuery::next_attempt() {
         UdpAttempt& oldest = *udp_.front();
         if (oldest.fd >= 0) {
             bump(counters_.upstream_timeouts);
-            shared_.upstreams.record_timeout(static_cast<size_t>(oldest.upstream));
+            shared_.upstreams.record_timeout(static_cast<size_t>(oldest.upstream), loop_.now_ms());
         }
         close_attempt(oldest);
         udp_.erase(udp_.begin());
@@ -294,7 +294,8 @@ void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, uint64_t sent_at_us,
         return;
     }
     if (!over_tcp) {
-        shared_.upstreams.record_answer(server, static_cast<uint32_t>(monotonic_us() - sent_at_us));
+        shared_.upstreams.record_answer(server, static_cast<uint32_t>(monotonic_us() - sent_at_us),
+                                        loop_.now_ms());
     }
     if (tls_scan.header.has(dns::flag::TC) && !over_tcp) {
         start_tcp(upstream);

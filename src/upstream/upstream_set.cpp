@@ -17,14 +17,17 @@ UpstreamSet::UpstreamSet(const std::vector<SocketAddress>& addresses) {
     for (const auto& a : addresses) servers_.push_back(std::make_unique<UpstreamServer>(a));
 }
 
-int UpstreamSet::choose(uint64_t tried) const {
+int UpstreamSet::choose(uint64_t tried, uint64_t now_ms) const {
     int best = -1;
     bool best_down = true;
     uint32_t best_rtt = 0;
     for (size_t i = 0; i < servers_.size() && i < 64; ++i) {
         if (tried & (uint64_t{1} << i)) continue;
         const bool down = servers_[i]->down.load(std::memory_order_relaxed);
-        const uint32_t rtt = servers_[i]->srtt_us.load(std::memory_order_relaxed);
+        const uint64_t updated = servers_[i]->srtt_updated_ms.load(std::memory_order_relaxed);
+        const uint64_t idle = now_ms > updated ? now_ms - updated : 0;
+        const uint32_t rtt = servers_[i]->srtt_us.load(std::memory_order_relaxed) >>
+                             std::min<uint64_t>(idle / kRttDecayMs, 31);
         const bool better = best < 0 || (best_down && !down) || (down == best_down && rtt < best_rtt);
         if (better) {
             best = static_cast<int>(i);
@@ -46,8 +49,9 @@ uint32_t UpstreamSet::attempt_timeout_ms(size_t i) const {
     return std::clamp<uint32_t>(srtt * 4 / 1000 + 50, kMinAttemptTimeoutMs, kMaxAttemptTimeoutMs);
 }
 
-void UpstreamSet::record_answer(size_t i, uint32_t rtt_us) {
+void UpstreamSet::record_answer(size_t i, uint32_t rtt_us, uint64_t now_ms) {
     UpstreamServer& s = *servers_[i];
+    s.srtt_updated_ms.store(now_ms, std::memory_order_relaxed);
     s.consecutive_failures.store(0, std::memory_order_relaxed);
     const uint32_t sample = std::max<uint32_t>(rtt_us, 1);
     if (s.down.exchange(false, std::memory_order_relaxed)) {
@@ -62,8 +66,9 @@ void UpstreamSet::record_answer(size_t i, uint32_t rtt_us) {
     s.srtt_us.store(std::max<uint32_t>(next, 1), std::memory_order_relaxed);
 }
 
-void UpstreamSet::record_timeout(size_t i) {
+void UpstreamSet::record_timeout(size_t i, uint64_t now_ms) {
     UpstreamServer& s = *servers_[i];
+    s.srtt_updated_ms.store(now_ms, std::memory_order_relaxed);
     s.timeouts.fetch_add(1, std::memory_order_relaxed);
     // A timeout counts as a slow answer: the smoothed RTT doubles (at least to the wait that
     // expired), so the next query prefers another upstream before this one is marked down.

@@ -18,12 +18,14 @@
 namespace nscache::upstream {
 
 inline constexpr uint32_t kDownAfterFailures = 3;
+inline constexpr uint64_t kRttDecayMs = 10'000;
 
 struct UpstreamServer {
     explicit UpstreamServer(const SocketAddress& a) : address(a) {}
 
     const SocketAddress address;
     std::atomic<uint32_t> srtt_us{0};  // 0: not measured yet
+    std::atomic<uint64_t> srtt_updated_ms{0};
     std::atomic<uint32_t> consecutive_failures{0};
     std::atomic<bool> down{false};
     std::atomic<uint64_t> queries{0};
@@ -40,15 +42,17 @@ public:
 
     // The index to try next, skipping those whose bit is set in `tried`: healthy ones before
     // those marked down, the lowest smoothed RTT first. -1 when all were tried.
-    int choose(uint64_t tried) const;
+    // An RTT not refreshed for a while counts for less (it halves every kRttDecayMs), so an
+    // upstream penalised by one lost packet is tried again and re-measured.
+    int choose(uint64_t tried, uint64_t now_ms) const;
     bool all_down() const;
 
     // How long to wait for this upstream before trying the next: a few smoothed RTTs, within
     // bounds, so a slow but working server is not abandoned and a dead one is left fast.
     uint32_t attempt_timeout_ms(size_t i) const;
 
-    void record_answer(size_t i, uint32_t rtt_us);
-    void record_timeout(size_t i);
+    void record_answer(size_t i, uint32_t rtt_us, uint64_t now_ms);
+    void record_timeout(size_t i, uint64_t now_ms);
 
 private:
     std::vector<std::unique_ptr<UpstreamServer>> servers_;

@@ -13,47 +13,61 @@ UpstreamSet three() {
 
 TEST(UpstreamSet, PrefersFastestHealthyUntried) {
     auto set = three();
-    set.record_answer(0, 5000);
-    set.record_answer(1, 1000);
-    set.record_answer(2, 3000);
-    EXPECT_EQ(set.choose(0), 1);
-    EXPECT_EQ(set.choose(0b010), 2);
-    EXPECT_EQ(set.choose(0b110), 0);
-    EXPECT_EQ(set.choose(0b111), -1);
+    set.record_answer(0, 5000, 0);
+    set.record_answer(1, 1000, 0);
+    set.record_answer(2, 3000, 0);
+    EXPECT_EQ(set.choose(0, 0), 1);
+    EXPECT_EQ(set.choose(0b010, 0), 2);
+    EXPECT_EQ(set.choose(0b110, 0), 0);
+    EXPECT_EQ(set.choose(0b111, 0), -1);
 }
 
 TEST(UpstreamSet, MarksDownAfterRepeatedTimeoutsAndBackOnAnswer) {
     auto set = three();
-    set.record_answer(0, 100);
-    set.record_answer(1, 5000);
-    set.record_answer(2, 6000);
-    for (uint32_t i = 0; i < kDownAfterFailures; ++i) set.record_timeout(0);
+    set.record_answer(0, 100, 0);
+    set.record_answer(1, 5000, 0);
+    set.record_answer(2, 6000, 0);
+    for (uint32_t i = 0; i < kDownAfterFailures; ++i) set.record_timeout(0, 0);
     EXPECT_TRUE(set.at(0).down);
-    EXPECT_EQ(set.choose(0), 1);          // down ones are skipped...
-    EXPECT_EQ(set.choose(0b110), 0);      // ...unless nothing else is left
+    EXPECT_EQ(set.choose(0, 0), 1);          // down ones are skipped...
+    EXPECT_EQ(set.choose(0b110, 0), 0);      // ...unless nothing else is left
     EXPECT_FALSE(set.all_down());
-    EXPECT_EQ(set.choose(0b010), 2);      // timeouts made it the slowest
-    set.record_answer(0, 100);            // a probe got through
+    EXPECT_EQ(set.choose(0b010, 0), 2);      // timeouts made it the slowest
+    set.record_answer(0, 100, 0);            // a probe got through
     EXPECT_FALSE(set.at(0).down);
-    EXPECT_EQ(set.choose(0), 0);          // and its RTT starts afresh
+    EXPECT_EQ(set.choose(0, 0), 0);          // and its RTT starts afresh
 }
 
 TEST(UpstreamSet, TimeoutMakesAnUnmeasuredUpstreamLoseToAMeasuredOne) {
     auto set = three();
-    set.record_answer(1, 5000);
-    set.record_answer(2, 6000);
-    EXPECT_EQ(set.choose(0), 0);  // unmeasured: tried first
-    set.record_timeout(0);
-    EXPECT_EQ(set.choose(0), 1);
+    set.record_answer(1, 5000, 0);
+    set.record_answer(2, 6000, 0);
+    EXPECT_EQ(set.choose(0, 0), 0);  // unmeasured: tried first
+    set.record_timeout(0, 0);
+    EXPECT_EQ(set.choose(0, 0), 1);
     EXPECT_FALSE(set.at(0).down);
+}
+
+TEST(UpstreamSet, OldPenaltiesFadeSoAnUpstreamIsRemeasured) {
+    auto set = three();
+    set.record_answer(0, 1000, 0);
+    set.record_answer(1, 5000, 0);
+    set.record_answer(2, 6000, 0);
+    set.record_timeout(0, 0);  // one lost packet: 0 now looks slow
+    EXPECT_EQ(set.choose(0, 1000), 1);
+    // 1 and 2 keep being measured; 0's penalty halves every kRttDecayMs unrefreshed.
+    const uint64_t later = 6 * kRttDecayMs;
+    set.record_answer(1, 5000, later);
+    set.record_answer(2, 6000, later);
+    EXPECT_EQ(set.choose(0, later), 0);
 }
 
 TEST(UpstreamSet, AttemptTimeoutFollowsRtt) {
     auto set = three();
     EXPECT_EQ(set.attempt_timeout_ms(0), 400u);  // unmeasured
-    set.record_answer(0, 100);                   // 0.1 ms: the floor
+    set.record_answer(0, 100, 0);                   // 0.1 ms: the floor
     EXPECT_EQ(set.attempt_timeout_ms(0), 100u);
-    set.record_answer(1, 2'000'000);             // 2 s: the ceiling
+    set.record_answer(1, 2'000'000, 0);             // 2 s: the ceiling
     EXPECT_EQ(set.attempt_timeout_ms(1), 1000u);
 }
 
