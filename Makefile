@@ -5,7 +5,7 @@ CMAKE_FLAGS ?=
 DEPS_STAMP := $(BUILD)/.deps-installed
 RUN_ARGS ?=
 
-.PHONY: all deps build run test unit integration clean format
+.PHONY: all deps build run test unit integration clean format install uninstall
 
 all: build
 
@@ -42,3 +42,20 @@ format:
 
 clean:
 	rm -rf $(BUILD)
+
+# Installs the daemon (PREFIX/bin), the NSS module (/usr/lib/<multiarch>), the default
+# /etc/nscache/nscache.toml (kept if present), the systemd unit and the sysusers entry.
+# DESTDIR stages the files elsewhere: make install DESTDIR=/tmp/stage
+PREFIX ?= /usr/local
+DESTDIR ?=
+# NO_BUILD=1 installs what is built without running ninja (the install test does, so it never
+# relinks a binary other tests are running).
+NO_BUILD ?=
+install: | $(BUILD)/build.ninja
+	@if [ -z "$(NO_BUILD)" ]; then ninja -C $(BUILD) nscache nss_nscache; fi
+	packaging/install.sh $(BUILD) $(PREFIX) $(DESTDIR)
+
+# Removes exactly what `make install` put in place (the same DESTDIR, if one was used).
+uninstall:
+	packaging/uninstall.sh $(BUILD) $(DESTDIR)
+

@@ -24,6 +24,9 @@ std::optional<NameExtent> walk_name(Bytes msg, size_t offset, bool allow_pointer
             if (!allow_pointers || pos + 1 >= msg.size()) return std::nullopt;
             const size_t target = static_cast<size_t>(len & 0x3F) << 8 | msg[pos + 1];
             if (target >= pointer_limit) return std::nullopt;  // forward or looping pointer
+            // No name lives in the header. A pointer there reads ID or flag bytes, which differ
+            // in every answer rendered from the cache (found by fuzz_upstream_response).
+            if (target < kHeaderSize) return std::nullopt;
             if (end == 0) end = pos + 2;
             pointer_limit = target;
             pos = target;

@@ -3,7 +3,7 @@
 //
 // Compression pointers are followed only backwards, each to an offset smaller than the one
 // before, so a name always terminates: a loop or a forward pointer is a parse error. Real
-// servers only ever point backwards, to names they already wrote.
+// servers only ever point backwards, to names they already wrote, and never into the header.
 #pragma once
 
 #include <cstddef>

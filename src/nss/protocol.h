@@ -107,6 +107,16 @@ struct nscache_map_slot {
 };
 
 #define NSCACHE_MAP_SLOT_DATA (NSCACHE_MAP_SLOT_SIZE - sizeof(struct nscache_map_slot))
+/* Slot i starts at NSCACHE_MAP_SLOTS_OFFSET + i * slot_size. */
+#define NSCACHE_MAP_SLOTS_OFFSET sizeof(struct nscache_map_header)
+
+/* Rules the writer keeps, which readers rely on:
+ *  - a new map is published only by rename() over the path, never by truncating or shrinking
+ *    a file that is mapped (readers would fault);
+ *  - a slot's seq is odd from before its first data byte changes until after its last;
+ *  - on stop, live is set to 0 before the file is removed;
+ *  - expires_ms is CLOCK_MONOTONIC of the daemon's time namespace: readers in another time
+ *    namespace (a container given the file) must not use the map. */
 
 /* Keys: one byte op, one byte family (4 = AF_INET, 6 = AF_INET6, 0 = AF_UNSPEC), then the
  * lower-cased name without a trailing dot (by name) or the address bytes (by address). */

