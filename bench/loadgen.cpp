@@ -9,12 +9,14 @@
 //
 //   loadgen --server 127.0.0.1:PORT --names FILE[:WEIGHT] [--names FILE[:WEIGHT]]...
 //           --rate QPS --duration SECONDS [--count N] [--order random|seq]
-//           [--timeout-ms 1000] [--sockets 4] [--seed 1] [--csv FILE]
+//           [--timeout-ms 1000] [--sockets 4] [--seed 1] [--csv FILE] [--zipf S]
 //
 // Name files use dnsperf's format: "NAME [TYPE]" per line (TYPE defaults to A; A, AAAA,
 // MX, TXT, NS, CNAME, SOA, PTR, SRV, ANY or TYPEnnn). With several files each query picks a
 // file at random in proportion to the weights (default 1), then a name in it: at random
 // (--order random) or the file's next name in order (--order seq, wrapping).
+// --zipf S (S > 0, with --order random) picks the name by a Zipf law instead of uniformly:
+// the name on line k of its file (k = 1, 2, ...) has probability proportional to 1 / k^S.
 //
 // Output: CSV on stdout (or --csv FILE), one row per second of sending, attributed to the
 // second the query was sent in, emitted once every query of that second is answered or lost:
@@ -70,7 +72,7 @@ std::int64_t now_ns() {
                  "error: %s\n"
                  "usage: loadgen --server ADDR:PORT --names FILE[:WEIGHT]... --rate QPS "
                  "--duration SECONDS [--count N] [--order random|seq] [--timeout-ms MS] "
-                 "[--sockets N] [--seed N] [--csv FILE]\n",
+                 "[--sockets N] [--seed N] [--csv FILE] [--zipf S]\n",
                  msg);
     std::exit(2);
 }
@@ -98,6 +100,7 @@ struct NameSet {
     std::vector<std::uint32_t> offset;     // start of query i in wire
     std::vector<std::uint16_t> length;     // length of query i
     std::uint64_t cursor = 0;              // next name for --order seq
+    std::vector<double> zipf_cdf;          // --zipf: cumulative probability of names 0..i
 
     std::size_t size() const { return offset.size(); }
 
@@ -216,6 +219,7 @@ int main(int argc, char** argv) {
     std::size_t n_socks = 4;
     std::uint64_t seed = 1;
     std::string csv_path;
+    double zipf_s = 0;
 
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
@@ -237,6 +241,7 @@ int main(int argc, char** argv) {
         else if (a == "--sockets") n_socks = std::strtoul(val().c_str(), nullptr, 10);
         else if (a == "--seed") seed = std::strtoull(val().c_str(), nullptr, 10);
         else if (a == "--csv") csv_path = val();
+        else if (a == "--zipf") zipf_s = std::atof(val().c_str());
         else usage(("unknown argument " + a).c_str());
     }
     if (server.empty() || name_specs.empty()) usage("--server and --names are required");
@@ -244,6 +249,8 @@ int main(int argc, char** argv) {
     if (!(duration > 0 && duration <= 86400)) usage("--duration must be in (0, 86400]");
     if (timeout_ms < 1 || timeout_ms > 60000) usage("--timeout-ms must be 1..60000");
     if (n_socks < 1 || n_socks > 64) usage("--sockets must be 1..64");
+    if (!(zipf_s >= 0 && zipf_s <= 10)) usage("--zipf must be in (0, 10]");
+    if (zipf_s > 0 && seq) usage("--zipf needs --order random");
 
     sockaddr_in dst{};
     {
@@ -260,6 +267,16 @@ int main(int argc, char** argv) {
     for (auto& s : name_specs) {
         sets.push_back(load_names(s));
         total_weight += sets.back().weight;
+    }
+    if (zipf_s > 0) {
+        for (auto& set : sets) {
+            set.zipf_cdf.resize(set.size());
+            double acc = 0;
+            for (std::size_t k = 0; k < set.size(); ++k)
+                set.zipf_cdf[k] = acc += std::pow(static_cast<double>(k + 1), -zipf_s);
+            for (auto& c : set.zipf_cdf) c /= acc;
+            set.zipf_cdf.back() = 1.0;
+        }
     }
     std::vector<double> cumulative;
     {
@@ -366,8 +383,16 @@ int main(int argc, char** argv) {
                         while (si + 1 < sets.size() && r > cumulative[si]) ++si;
                     }
                     NameSet& set = sets[si];
-                    std::uint64_t idx = seq ? (set.cursor++ % set.size())
-                                            : static_cast<std::uint64_t>(rng() % set.size());
+                    std::uint64_t idx;
+                    if (seq) {
+                        idx = set.cursor++ % set.size();
+                    } else if (!set.zipf_cdf.empty()) {
+                        auto it = std::lower_bound(set.zipf_cdf.begin(), set.zipf_cdf.end(), unit(rng));
+                        idx = std::min<std::uint64_t>(static_cast<std::uint64_t>(it - set.zipf_cdf.begin()),
+                                                      set.size() - 1);
+                    } else {
+                        idx = static_cast<std::uint64_t>(rng() % set.size());
+                    }
                     std::size_t sk = rr_sock++ % n_socks;
                     std::uint16_t id = next_id[sk]++;
                     Slot& slot = slots[sk][id];
