@@ -1,41 +1,32 @@
-# Entry points named in the README. `make run` and `make test` install the Debian packages
-# on first use (apt-get, as root), configure and build.
+# Conveniences over scripts/: the README's commands are scripts/run and scripts/test, which
+# need nothing but bash on a fresh Debian machine (they install the rest, make included).
 BUILD ?= build
 CMAKE_FLAGS ?=
-DEPS_STAMP := $(BUILD)/.deps-installed
 RUN_ARGS ?=
+export BUILD CMAKE_FLAGS
 
-.PHONY: all deps build run test unit integration clean format install uninstall
+.PHONY: all build run test unit integration clean format install uninstall
 
 all: build
 
-$(DEPS_STAMP): scripts/install-deps.sh
-	scripts/install-deps.sh
-	mkdir -p $(BUILD) && touch $@
+build:
+	scripts/build
 
-deps: $(DEPS_STAMP)
+# Foreground daemon; extra flags: make run RUN_ARGS="--upstream 192.0.2.53 --threads 2"
+run:
+	scripts/run $(RUN_ARGS)
 
-$(BUILD)/build.ninja: $(DEPS_STAMP) CMakeLists.txt
-	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
+test:
+	scripts/test
 
-build: $(BUILD)/build.ninja
-	ninja -C $(BUILD)
+unit:
+	scripts/test -L unit
 
-# Foreground daemon on 127.0.0.1:53 and [::1]:53, forwarding to the resolvers in
-# /etc/resolv.conf. Extra flags: make run RUN_ARGS="--upstream 192.0.2.53 --threads 2"
-run: build
-	$(BUILD)/nscache serve $(RUN_ARGS)
+integration:
+	scripts/test -L integration
 
-# The whole suite: GoogleTest unit tests and the integration tests (real daemon, NSD and a
-# scriptable fake upstream on loopback).
-test: build
-	ctest --test-dir $(BUILD) --output-on-failure
-
-unit: build
-	ctest --test-dir $(BUILD) --output-on-failure -L unit
-
-integration: build
-	ctest --test-dir $(BUILD) --output-on-failure -L integration
+$(BUILD)/build.ninja:
+	scripts/build
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')

@@ -5,9 +5,9 @@ set -euo pipefail
 
 packages=(
   # build
-  cmake ninja-build g++ pkg-config libtomlplusplus-dev
-  # unit tests
-  googletest libgtest-dev
+  make cmake ninja-build g++ pkg-config libtomlplusplus-dev
+  # unit tests and micro-benchmarks
+  googletest libgtest-dev libbenchmark-dev
   # integration tests: a real upstream, real clients, the fake upstream's language
   nsd bind9-dnsutils knot-dnsutils python3 python3-pytest python3-dnspython
   # fuzzing and sanitizers

@@ -66,8 +66,15 @@ int UdpSocket::process_batch() {
         out_msgs_[replies].msg_hdr.msg_namelen = hdr.msg_namelen;
         ++replies;
     }
-    for (int sent = 0; sent < replies;) {
-        const int n = sendmmsg(fd_, out_msgs_ + sent, static_cast<unsigned>(replies - sent), 0);
+    // One sendmmsg per batch. Flushing every few answers instead was measured (dnsperf, 100
+    // and 500 outstanding): no more queries per second, more CPU per query.
+    send_replies(0, replies);
+    return received;
+}
+
+void UdpSocket::send_replies(int from, int to) {
+    for (int sent = from; sent < to;) {
+        const int n = sendmmsg(fd_, out_msgs_ + sent, static_cast<unsigned>(to - sent), 0);
         if (n <= 0) {
             if (n < 0 && errno == EINTR) continue;
             // EAGAIN or an unreachable peer: skip one answer; UDP clients retry.
@@ -76,7 +83,6 @@ int UdpSocket::process_batch() {
         }
         sent += n;
     }
-    return received;
 }
 
 void UdpSocket::send_to(const sockaddr* peer, socklen_t peer_len, std::span<const uint8_t> reply) {

@@ -29,6 +29,7 @@ private:
 
     // Returns how many datagrams were read.
     int process_batch();
+    void send_replies(int from, int to);
 
     const int fd_;
     const uint16_t index_;
