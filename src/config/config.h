@@ -44,6 +44,7 @@ struct Config {
     bool serve_stale = true;
     uint32_t stale_ttl_s = 86400;
     uint32_t stale_answer_timeout_ms = 1800;
+    bool serve_expired = false;  // answer stale entries at once and refresh in the background
     bool prefetch = true;
     std::string cache_file;
 

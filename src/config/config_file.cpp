@@ -167,6 +167,7 @@ const std::map<std::string, Setter, std::less<>>& setters() {
         {"serve-stale", bool_field(&Config::serve_stale)},
         {"stale-ttl", duration_s(&Config::stale_ttl_s)},
         {"stale-answer-timeout", duration_ms(&Config::stale_answer_timeout_ms, 60'000)},
+        {"serve-expired", bool_field(&Config::serve_expired)},
         {"prefetch", bool_field(&Config::prefetch)},
         {"cache-file", string_field(&Config::cache_file)},
         {"rate-limit",

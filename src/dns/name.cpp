@@ -1,5 +1,6 @@
 #include "dns/name.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -9,19 +10,28 @@ namespace {
 constexpr uint8_t kPointerMask = 0xC0;
 
 // Shared walker: calls on_label(label_bytes, length) for each label, in order, then returns
-// the extent. `allow_pointers` false rejects any compression pointer.
+// the extent. `allow_pointers` false rejects any compression pointer. Once a pointer has been
+// followed, every byte read must lie before the name's own start (a pointer names an earlier,
+// complete name) and outside the `frozen` fields.
 template <typename OnLabel>
 std::optional<NameExtent> walk_name(Bytes msg, size_t offset, bool allow_pointers,
-                                    OnLabel&& on_label) {
+                                    FrozenFields frozen, OnLabel&& on_label) {
     size_t pos = offset;
     size_t end = 0;  // set once, at the first pointer
     size_t pointer_limit = offset;
     size_t wire_length = 0;
+    // Bytes [pos, pos + n) may be read: inside the message, and once behind a pointer, before
+    // the name's start and clear of every frozen field.
+    auto readable = [&](size_t n) {
+        if (pos + n > msg.size()) return false;
+        if (end == 0) return true;
+        return pos + n <= offset && !frozen.overlaps(pos, pos + n);
+    };
     for (;;) {
-        if (pos >= msg.size()) return std::nullopt;
+        if (!readable(1)) return std::nullopt;
         const uint8_t len = msg[pos];
         if ((len & kPointerMask) == kPointerMask) {
-            if (!allow_pointers || pos + 1 >= msg.size()) return std::nullopt;
+            if (!allow_pointers || !readable(2)) return std::nullopt;
             const size_t target = static_cast<size_t>(len & 0x3F) << 8 | msg[pos + 1];
             if (target >= pointer_limit) return std::nullopt;  // forward or looping pointer
             // No name lives in the header. A pointer there reads ID or flag bytes, which differ
@@ -39,7 +49,7 @@ std::optional<NameExtent> walk_name(Bytes msg, size_t offset, bool allow_pointer
             if (end == 0) end = pos + 1;
             return NameExtent{end, wire_length};
         }
-        if (pos + 1 + len > msg.size()) return std::nullopt;
+        if (!readable(1 + size_t{len})) return std::nullopt;
         on_label(msg.data() + pos + 1, len);
         pos += 1 + len;
     }
@@ -56,12 +66,19 @@ bool needs_escape(uint8_t c) {
 
 }  // namespace
 
-std::optional<NameExtent> skip_name(Bytes msg, size_t offset) {
-    return walk_name(msg, offset, true, [](const uint8_t*, uint8_t) {});
+bool FrozenFields::overlaps(size_t from, size_t to) const {
+    // The first field that ends after `from`; fields are ascending and do not overlap.
+    auto it = std::lower_bound(starts.begin(), starts.end(), from,
+                               [this](size_t start, size_t at) { return start + width <= at; });
+    return it != starts.end() && *it < to;
+}
+
+std::optional<NameExtent> skip_name(Bytes msg, size_t offset, FrozenFields frozen) {
+    return walk_name(msg, offset, true, frozen, [](const uint8_t*, uint8_t) {});
 }
 
 std::optional<NameExtent> skip_uncompressed_name(Bytes msg, size_t offset) {
-    return walk_name(msg, offset, false, [](const uint8_t*, uint8_t) {});
+    return walk_name(msg, offset, false, FrozenFields{}, [](const uint8_t*, uint8_t) {});
 }
 
 namespace {
@@ -69,7 +86,7 @@ namespace {
 template <typename Transform>
 std::optional<size_t> expand_name(Bytes msg, size_t offset, NameBuffer& out, Transform&& t) {
     size_t n = 0;
-    auto extent = walk_name(msg, offset, true, [&](const uint8_t* label, uint8_t len) {
+    auto extent = walk_name(msg, offset, true, FrozenFields{}, [&](const uint8_t* label, uint8_t len) {
         out.bytes[n++] = len;
         for (uint8_t i = 0; i < len; ++i) out.bytes[n++] = t(label[i]);
     });

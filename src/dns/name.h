@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -31,9 +32,21 @@ struct NameExtent {
     size_t wire_length = 0;
 };
 
+// Fields of a message that a compressed name must never read through a pointer, because they
+// change when the message is sent again from the cache: the TTLs. Each field starts at an
+// offset in `starts` (ascending, not overlapping) and is `width` bytes long.
+struct FrozenFields {
+    std::span<const size_t> starts;
+    size_t width = 0;
+
+    bool overlaps(size_t from, size_t to) const;  // any field byte in [from, to)
+};
+
 // Walks a possibly compressed name at `offset`. nullopt for a truncated name, a label over 63
-// bytes, an expanded name over 255 bytes, a reserved label type, or a bad pointer.
-std::optional<NameExtent> skip_name(Bytes msg, size_t offset);
+// bytes, an expanded name over 255 bytes, a reserved label type, or a bad pointer: one that
+// points forwards, into the header, at a name that does not end before this one starts, or
+// at bytes of a `frozen` field.
+std::optional<NameExtent> skip_name(Bytes msg, size_t offset, FrozenFields frozen = {});
 
 // A name that must not be compressed (a query's question): same checks, and any pointer is
 // an error.

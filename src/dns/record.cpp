@@ -8,11 +8,12 @@ namespace {
 constexpr size_t kFixedFieldsSize = 10;  // type, class, TTL, rdlength
 
 // Skips `count` names at the start of rdata, then requires exactly `fixed_tail` more bytes.
-bool names_then_fixed(Bytes msg, const RecordView& rr, int count, size_t fixed_tail) {
+bool names_then_fixed(Bytes msg, const RecordView& rr, int count, size_t fixed_tail,
+                      FrozenFields frozen = {}) {
     size_t pos = rr.rdata_offset;
     const Bytes bounded = msg.first(rr.end);
     for (int i = 0; i < count; ++i) {
-        auto name = skip_name(bounded, pos);
+        auto name = skip_name(bounded, pos, frozen);
         if (!name) return false;
         pos = name->end;
     }
@@ -21,8 +22,8 @@ bool names_then_fixed(Bytes msg, const RecordView& rr, int count, size_t fixed_t
 
 }  // namespace
 
-std::optional<RecordView> read_record(Bytes msg, size_t offset) {
-    auto owner = skip_name(msg, offset);
+std::optional<RecordView> read_record(Bytes msg, size_t offset, FrozenFields frozen) {
+    auto owner = skip_name(msg, offset, frozen);
     if (!owner) return std::nullopt;
     const size_t fixed = owner->end;
     if (fixed + kFixedFieldsSize > msg.size()) return std::nullopt;
@@ -39,22 +40,22 @@ std::optional<RecordView> read_record(Bytes msg, size_t offset) {
     return rr;
 }
 
-bool rdata_is_well_formed(Bytes msg, const RecordView& rr) {
+bool rdata_is_well_formed(Bytes msg, const RecordView& rr, FrozenFields frozen) {
     switch (rr.type) {
         case rtype::NS:
         case rtype::CNAME:
         case rtype::PTR:
         case rtype::DNAME:
-            return names_then_fixed(msg, rr, 1, 0);
+            return names_then_fixed(msg, rr, 1, 0, frozen);
         case rtype::MX:
             if (rr.rdlength < 3) return false;
             {
                 RecordView after_pref = rr;
                 after_pref.rdata_offset += 2;
-                return names_then_fixed(msg, after_pref, 1, 0);
+                return names_then_fixed(msg, after_pref, 1, 0, frozen);
             }
         case rtype::SOA:
-            return names_then_fixed(msg, rr, 2, 20);
+            return names_then_fixed(msg, rr, 2, 20, frozen);
         default:
             return true;
     }

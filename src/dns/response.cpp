@@ -41,6 +41,7 @@ bool scan_response(Bytes msg, ScannedResponse& out) {
     if (msg.size() < kHeaderSize) return false;
     out.header = read_header(msg);
     out.records.clear();
+    out.ttl_fields.clear();
     out.has_opt = false;
     out.opt_is_last = true;
     if (out.header.qdcount != 1) return false;
@@ -56,8 +57,11 @@ bool scan_response(Bytes msg, ScannedResponse& out) {
     for (int s = 0; s < 3; ++s) {
         const auto section = static_cast<Section>(s);
         for (size_t i = 0; i < counts[s]; ++i) {
-            auto rr = read_record(msg, offset);
-            if (!rr || !rdata_is_well_formed(msg, *rr)) return false;
+            // A name behind a pointer must not read a TTL: the cache rewrites those.
+            auto rr = read_record(msg, offset, FrozenFields{out.ttl_fields, 4});
+            if (!rr) return false;
+            out.ttl_fields.push_back(rr->ttl_offset);
+            if (!rdata_is_well_formed(msg, *rr, FrozenFields{out.ttl_fields, 4})) return false;
             offset = rr->end;
             if (rr->type == rtype::OPT) {
                 if (section != Section::Additional || out.has_opt || msg[rr->owner_offset] != 0) {

@@ -48,11 +48,14 @@ struct ScannedResponse {
     bool opt_is_last = true;     // the OPT is the message's last record
     uint16_t extended_rcode = 0;  // RCODE with the OPT's high bits
     std::vector<ScannedRecord> records;  // every record but the OPT, in message order
+    std::vector<size_t> ttl_fields;      // every record's TTL offset, the OPT's included
 };
 
 // Walks every record of a response with exactly one question. False when anything is
 // malformed: a bad name, a record past the end, bad rdata in a name-bearing type, an OPT
-// outside the additional section or twice.
+// outside the additional section or twice, or a compressed name that reads a TTL field or
+// bytes that do not precede it (the cache sends these records again with new TTLs and
+// without what follows them).
 bool scan_response(Bytes msg, ScannedResponse& out);
 
 }  // namespace nscache::dns

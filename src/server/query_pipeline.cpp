@@ -115,8 +115,10 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
     bump(counters_.cache_misses);
 
     const bool stale_available = hit.freshness == Freshness::Stale && config_.serve_stale;
-    if (stale_available && resolver_.all_upstreams_down()) {
-        // RFC 8767 §5: with every upstream down, answer from stale data at once.
+    if (stale_available && (config_.serve_expired || resolver_.all_upstreams_down())) {
+        // RFC 8767 §5: with every upstream down, answer from stale data at once. With
+        // serve-expired (opt-in, as unbound's option of that name) always: the client never
+        // waits for a refresh, which goes on in the background.
         const cache::LookupResult stale = shared_.cache.lookup(key, q, now, limits, out, true);
         if (stale.length > 0) {
             bump(counters_.stale_served);

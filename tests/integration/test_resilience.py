@@ -92,6 +92,28 @@ def test_stale_while_upstream_down_then_fresh_when_back(daemon, fake_upstream):
     assert fake_upstream.count(name=name) == n, "the refreshed entry was not cached"
 
 
+def test_serve_expired_answers_at_once_and_refreshes_in_background(daemon, fake_upstream):
+    name = "expiring.fake.test"
+    old, new = "192.0.2.150", "192.0.2.151"
+    fake_upstream.add(f"{name}.", "A", 1, old)
+    d = daemon(fake_upstream.addr, config="serve-expired = true\n")
+    assert a_addrs(udp(d.port, name)) == [old]
+    time.sleep(1.3)  # expired, but within stale-ttl
+    replace_records(fake_upstream, f"{name}.", "A", 120, new)
+    fake_upstream.delay_ms = 1000  # a slow refresh must not hold the client up
+    # Without serve-expired the client would wait the second and get the new address.
+    r = udp(d.port, name, timeout=6)
+    assert r.rcode() == dns.rcode.NOERROR and a_addrs(r) == [old], "want the expired answer at once"
+    assert answer_ttl(r) == 30, f"expired answer has TTL {answer_ttl(r)}, want 30 (RFC 8767)"
+    # The background refresh lands and later clients get the new data.
+    deadline = time.monotonic() + 6
+    while time.monotonic() < deadline and a_addrs(udp(d.port, name)) != [new]:
+        time.sleep(0.2)
+    r = udp(d.port, name)
+    assert a_addrs(r) == [new] and answer_ttl(r) > 30, "the background refresh never arrived"
+    assert d.stats()["stale_served"] >= 1
+
+
 # --------------------------------------------------------------------------------------
 # 2. Prefetch keeps a popular name from ever missing across its expiry.
 # --------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ servfail-ttl = "2s"
 query-timeout = "1500ms"
 serve-stale = false
 stale-ttl = "1h"
+serve-expired = true
 rate-limit = 100
 rate-limit-action = "truncate"
 )"),
@@ -51,6 +52,7 @@ rate-limit-action = "truncate"
     EXPECT_EQ(c.query_timeout_ms, 1500u);
     EXPECT_FALSE(c.serve_stale);
     EXPECT_EQ(c.stale_ttl_s, 3600u);
+    EXPECT_TRUE(c.serve_expired);
     EXPECT_EQ(c.rate_limit, 100u);
     EXPECT_EQ(c.rate_limit_action, RateLimitAction::Truncate);
 }

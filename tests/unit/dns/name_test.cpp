@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include "wire_builder.h"
 
 namespace nscache::dns {
@@ -76,6 +78,31 @@ TEST(SkipName, RejectsPointersIntoTheHeader) {
     const size_t at = b.size();
     b.name_then_pointer("mail", 3);
     EXPECT_FALSE(skip_name(b.view(), at));
+}
+
+TEST(SkipName, RejectsPointedNamesThatRunPastTheirOwnStart) {
+    // The pointer lands on a label that is backwards but reads on over the pointer itself and
+    // beyond: no earlier name ends there (found by fuzz_upstream_response).
+    WireBuilder b;
+    b.header(1, 0, 1).question("a.test", 1);
+    const size_t at = b.size();
+    b.raw({0xC0, static_cast<uint8_t>(at - 1)}).raw({0, 0, 0});
+    b.bytes[at - 1] = 2;  // the question's qclass low byte now reads as a 2-byte label
+    EXPECT_FALSE(skip_name(b.view(), at));
+}
+
+TEST(SkipName, RejectsPointedNamesThatReadFrozenFields) {
+    WireBuilder b;
+    b.header(1, 0, 1).question("a.test", 1);
+    const size_t label = b.size();
+    b.raw({1, 'x', 0});
+    const size_t at = b.size();
+    b.name_then_pointer("", static_cast<uint16_t>(label));
+    EXPECT_TRUE(skip_name(b.view(), at));
+    const std::array<size_t, 1> ttl{label + 1};  // a 4-byte field over the label's 'x'
+    EXPECT_FALSE(skip_name(b.view(), at, FrozenFields{ttl, 4}));
+    const std::array<size_t, 1> before{label - 4};  // ends just before the label
+    EXPECT_TRUE(skip_name(b.view(), at, FrozenFields{before, 4}));
 }
 
 TEST(SkipName, RejectsTruncatedAndOversized) {

@@ -101,6 +101,34 @@ TEST(ScanResponse, RejectsMalformed) {
     EXPECT_FALSE(scan_response(opt_in_answer.view(), scan));
 }
 
+TEST(ScanResponse, RejectsNamesThatReadATtl) {
+    // An additional record's owner points into the answer's TTL field: each answer rendered
+    // from the cache would rewrite that TTL, and with it the name.
+    WireBuilder b;
+    b.header(1, flag::QR, 1, 1, 0, 1).question("a.test", 1);
+    b.name_then_pointer("", 12);
+    const size_t ttl = b.size() + 4;
+    b.rr_fixed(rtype::A, 0x0001'0178, 4).raw({192, 0, 2, 1});  // TTL bytes 00 01 01 78
+    b.name_then_pointer("", static_cast<uint16_t>(ttl + 2)).rr_fixed(rtype::A, 60, 4);
+    b.raw({192, 0, 2, 2});
+    ScannedResponse scan;
+    EXPECT_FALSE(scan_response(b.view(), scan));
+}
+
+TEST(ScanResponse, RejectsNamesThatReadPastTheRecords) {
+    // The fuzz_upstream_response crash: a name whose last byte lies after the records, where
+    // a cached answer has an OPT record of its own instead.
+    const uint8_t crash[] = {
+        0x9e, 0x9a, 0x81, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x05, 0x61,
+        0x6c, 0x68, 0x61, 0x73, 0x07, 0x65, 0x78, 0x61, 0x6d, 0x70, 0x6c, 0x65, 0x04, 0x74,
+        0x65, 0x73, 0x74, 0x00, 0x00, 0x01, 0x00, 0x01, 0xc0, 0x0c, 0x00, 0x05, 0x00, 0x01,
+        0x00, 0x00, 0x00, 0x3c, 0x00, 0x06, 0x03, 0x77, 0x77, 0x77, 0xc0, 0x12, 0xc0, 0x35,
+        0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0x01, 0x2c, 0x00, 0x04, 0xc0, 0x00, 0x02, 0x01,
+        0x00, 0x00, 0x00, 0x29, 0x20, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+    ScannedResponse scan;
+    EXPECT_FALSE(scan_response(Bytes(crash, sizeof crash), scan));
+}
+
 TEST(ScanResponse, NotesOptThatIsNotLast) {
     auto b = answer_for(1, "a.test", 1);
     b.bytes[11] = 2;
