@@ -54,7 +54,9 @@
 namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
-void on_signal(int) { g_stop = 1; }
+void on_signal(int) {
+    g_stop = 1;
+}
 
 constexpr std::int64_t kNs = 1'000'000'000;
 constexpr std::size_t kRecvBatch = 64;
@@ -79,8 +81,8 @@ std::int64_t now_ns() {
 
 int qtype_code(const std::string& t) {
     static const std::pair<const char*, int> known[] = {
-        {"A", 1},    {"NS", 2},   {"CNAME", 5}, {"SOA", 6},   {"PTR", 12},
-        {"MX", 15},  {"TXT", 16}, {"AAAA", 28}, {"SRV", 33},  {"ANY", 255}};
+        {"A", 1},   {"NS", 2},   {"CNAME", 5}, {"SOA", 6},  {"PTR", 12},
+        {"MX", 15}, {"TXT", 16}, {"AAAA", 28}, {"SRV", 33}, {"ANY", 255}};
     std::string u;
     for (char c : t) u += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     for (auto& [name, code] : known)
@@ -96,11 +98,11 @@ int qtype_code(const std::string& t) {
 struct NameSet {
     std::string path;
     double weight = 1.0;
-    std::vector<std::uint8_t> wire;        // all queries, ID bytes zero
-    std::vector<std::uint32_t> offset;     // start of query i in wire
-    std::vector<std::uint16_t> length;     // length of query i
-    std::uint64_t cursor = 0;              // next name for --order seq
-    std::vector<double> zipf_cdf;          // --zipf: cumulative probability of names 0..i
+    std::vector<std::uint8_t> wire;     // all queries, ID bytes zero
+    std::vector<std::uint32_t> offset;  // start of query i in wire
+    std::vector<std::uint16_t> length;  // length of query i
+    std::uint64_t cursor = 0;           // next name for --order seq
+    std::vector<double> zipf_cdf;       // --zipf: cumulative probability of names 0..i
 
     std::size_t size() const { return offset.size(); }
 
@@ -119,7 +121,8 @@ struct NameSet {
                 std::size_t len = dot - start;
                 if (len == 0 || len > 63) return false;
                 q.push_back(static_cast<std::uint8_t>(len));
-                q.insert(q.end(), n.begin() + static_cast<long>(start), n.begin() + static_cast<long>(dot));
+                q.insert(q.end(), n.begin() + static_cast<long>(start),
+                         n.begin() + static_cast<long>(dot));
                 start = dot + 1;
             }
         }
@@ -227,22 +230,34 @@ int main(int argc, char** argv) {
             if (i + 1 >= argc) usage(("missing value for " + a).c_str());
             return argv[++i];
         };
-        if (a == "--server") server = val();
-        else if (a == "--names") name_specs.push_back(val());
-        else if (a == "--rate") rate = std::atof(val().c_str());
-        else if (a == "--duration") duration = std::atof(val().c_str());
-        else if (a == "--count") count = std::strtoull(val().c_str(), nullptr, 10);
+        if (a == "--server")
+            server = val();
+        else if (a == "--names")
+            name_specs.push_back(val());
+        else if (a == "--rate")
+            rate = std::atof(val().c_str());
+        else if (a == "--duration")
+            duration = std::atof(val().c_str());
+        else if (a == "--count")
+            count = std::strtoull(val().c_str(), nullptr, 10);
         else if (a == "--order") {
             std::string o = val();
-            if (o == "seq") seq = true;
-            else if (o != "random") usage("--order is random or seq");
-        }
-        else if (a == "--timeout-ms") timeout_ms = std::atoll(val().c_str());
-        else if (a == "--sockets") n_socks = std::strtoul(val().c_str(), nullptr, 10);
-        else if (a == "--seed") seed = std::strtoull(val().c_str(), nullptr, 10);
-        else if (a == "--csv") csv_path = val();
-        else if (a == "--zipf") zipf_s = std::atof(val().c_str());
-        else usage(("unknown argument " + a).c_str());
+            if (o == "seq")
+                seq = true;
+            else if (o != "random")
+                usage("--order is random or seq");
+        } else if (a == "--timeout-ms")
+            timeout_ms = std::atoll(val().c_str());
+        else if (a == "--sockets")
+            n_socks = std::strtoul(val().c_str(), nullptr, 10);
+        else if (a == "--seed")
+            seed = std::strtoull(val().c_str(), nullptr, 10);
+        else if (a == "--csv")
+            csv_path = val();
+        else if (a == "--zipf")
+            zipf_s = std::atof(val().c_str());
+        else
+            usage(("unknown argument " + a).c_str());
     }
     if (server.empty() || name_specs.empty()) usage("--server and --names are required");
     if (!(rate > 0 && rate <= 10'000'000)) usage("--rate must be in (0, 10000000]");
@@ -291,7 +306,7 @@ int main(int argc, char** argv) {
         if (!csv) usage(("cannot write " + csv_path).c_str());
     }
 
-    struct sigaction sa{};
+    struct sigaction sa {};
     sa.sa_handler = on_signal;
     sigaction(SIGTERM, &sa, nullptr);
     sigaction(SIGINT, &sa, nullptr);
@@ -301,7 +316,10 @@ int main(int argc, char** argv) {
     std::vector<pollfd> pfds;
     for (std::size_t i = 0; i < n_socks; ++i) {
         int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0) { std::perror("socket"); return 1; }
+        if (fd < 0) {
+            std::perror("socket");
+            return 1;
+        }
         int one = 1, buf = 4 << 20;
         setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
@@ -329,18 +347,20 @@ int main(int argc, char** argv) {
     std::int64_t send_lag_max = 0;
     std::uint32_t gen_counter = 0;
 
-    std::fprintf(csv, "second,sent,answered,lost,p50_us,p99_us,p999_us,max_us,servfail,other_rcode\n");
+    std::fprintf(csv,
+                 "second,sent,answered,lost,p50_us,p99_us,p999_us,max_us,servfail,other_rcode\n");
     std::fflush(csv);
     std::size_t next_emit = 0;
     auto emit_second = [&](std::size_t s) {
         Second& b = secs[s];
         std::sort(b.lat_us.begin(), b.lat_us.end());
-        std::fprintf(csv, "%zu,%llu,%llu,%llu,%u,%u,%u,%u,%llu,%llu\n", s,
-                     static_cast<unsigned long long>(b.sent), static_cast<unsigned long long>(b.answered),
-                     static_cast<unsigned long long>(b.lost), pct(b.lat_us, 0.50), pct(b.lat_us, 0.99),
-                     pct(b.lat_us, 0.999), b.lat_us.empty() ? 0u : b.lat_us.back(),
-                     static_cast<unsigned long long>(b.servfail),
-                     static_cast<unsigned long long>(b.other_rcode));
+        std::fprintf(
+            csv, "%zu,%llu,%llu,%llu,%u,%u,%u,%u,%llu,%llu\n", s,
+            static_cast<unsigned long long>(b.sent), static_cast<unsigned long long>(b.answered),
+            static_cast<unsigned long long>(b.lost), pct(b.lat_us, 0.50), pct(b.lat_us, 0.99),
+            pct(b.lat_us, 0.999), b.lat_us.empty() ? 0u : b.lat_us.back(),
+            static_cast<unsigned long long>(b.servfail),
+            static_cast<unsigned long long>(b.other_rcode));
         std::fflush(csv);
         all_lat.insert(all_lat.end(), b.lat_us.begin(), b.lat_us.end());
         std::vector<std::uint32_t>().swap(b.lat_us);
@@ -372,11 +392,13 @@ int main(int argc, char** argv) {
             if (now >= send_end || (count && sent >= count)) {
                 sending = false;
             } else if (now >= start) {
-                auto due = static_cast<std::uint64_t>(static_cast<double>(now - start) / interval_ns) + 1;
+                auto due =
+                    static_cast<std::uint64_t>(static_cast<double>(now - start) / interval_ns) + 1;
                 if (count) due = std::min(due, count);
                 std::uint64_t burst = 0;
                 while (sent < due && burst < kMaxSendBurst) {
-                    std::int64_t sched = start + static_cast<std::int64_t>(static_cast<double>(sent) * interval_ns);
+                    std::int64_t sched =
+                        start + static_cast<std::int64_t>(static_cast<double>(sent) * interval_ns);
                     std::size_t si = 0;
                     if (sets.size() > 1) {
                         double r = unit(rng);
@@ -387,9 +409,10 @@ int main(int argc, char** argv) {
                     if (seq) {
                         idx = set.cursor++ % set.size();
                     } else if (!set.zipf_cdf.empty()) {
-                        auto it = std::lower_bound(set.zipf_cdf.begin(), set.zipf_cdf.end(), unit(rng));
-                        idx = std::min<std::uint64_t>(static_cast<std::uint64_t>(it - set.zipf_cdf.begin()),
-                                                      set.size() - 1);
+                        auto it =
+                            std::lower_bound(set.zipf_cdf.begin(), set.zipf_cdf.end(), unit(rng));
+                        idx = std::min<std::uint64_t>(
+                            static_cast<std::uint64_t>(it - set.zipf_cdf.begin()), set.size() - 1);
                     } else {
                         idx = static_cast<std::uint64_t>(rng() % set.size());
                     }
@@ -413,8 +436,12 @@ int main(int argc, char** argv) {
                     ++burst;
                     ++secs[sec].sent;
                     if (w < 0) ++send_errors;  // counted as sent; it will time out as lost
-                    slot = {t_send, sec, static_cast<std::uint32_t>(si), static_cast<std::uint32_t>(idx),
-                            ++gen_counter, true};
+                    slot = {t_send,
+                            sec,
+                            static_cast<std::uint32_t>(si),
+                            static_cast<std::uint32_t>(idx),
+                            ++gen_counter,
+                            true};
                     inflight.push_back({t_send, static_cast<std::uint32_t>(sk), id, gen_counter});
                 }
             }
@@ -438,20 +465,28 @@ int main(int argc, char** argv) {
                     const std::uint8_t* a = rbuf.data() + static_cast<std::size_t>(i) * kMaxAnswer;
                     std::size_t len = rmsg[i].msg_len;
                     std::int64_t t_recv = fallback;
-                    for (cmsghdr* c = CMSG_FIRSTHDR(&rmsg[i].msg_hdr); c; c = CMSG_NXTHDR(&rmsg[i].msg_hdr, c)) {
+                    for (cmsghdr* c = CMSG_FIRSTHDR(&rmsg[i].msg_hdr); c;
+                         c = CMSG_NXTHDR(&rmsg[i].msg_hdr, c)) {
                         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
                             timespec ts{};
                             std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
                             t_recv = static_cast<std::int64_t>(ts.tv_sec) * kNs + ts.tv_nsec;
                         }
                     }
-                    if (len < 12 || !(a[2] & 0x80)) { ++mismatched; continue; }
+                    if (len < 12 || !(a[2] & 0x80)) {
+                        ++mismatched;
+                        continue;
+                    }
                     auto id = static_cast<std::uint16_t>((a[0] << 8) | a[1]);
                     Slot& slot = slots[sk][id];
-                    if (!slot.outstanding) { ++late; continue; }
+                    if (!slot.outstanding) {
+                        ++late;
+                        continue;
+                    }
                     const NameSet& set = sets[slot.set];
                     std::size_t qlen = set.length[slot.index];
-                    if (len < qlen || !same_question(a, set.wire.data() + set.offset[slot.index], qlen)) {
+                    if (len < qlen ||
+                        !same_question(a, set.wire.data() + set.offset[slot.index], qlen)) {
                         ++mismatched;
                         continue;
                     }
@@ -460,10 +495,16 @@ int main(int argc, char** argv) {
                     ++b.answered;
                     ++answered;
                     int rcode = a[3] & 0x0f;
-                    if (rcode == 2) { ++b.servfail; ++servfail; }
-                    else if (rcode != 0 && rcode != 3) { ++b.other_rcode; ++other_rcode; }
+                    if (rcode == 2) {
+                        ++b.servfail;
+                        ++servfail;
+                    } else if (rcode != 0 && rcode != 3) {
+                        ++b.other_rcode;
+                        ++other_rcode;
+                    }
                     std::int64_t lat = std::max<std::int64_t>(0, t_recv - slot.sent_ns) / 1000;
-                    b.lat_us.push_back(static_cast<std::uint32_t>(std::min<std::int64_t>(lat, 0xffffffff)));
+                    b.lat_us.push_back(
+                        static_cast<std::uint32_t>(std::min<std::int64_t>(lat, 0xffffffff)));
                 }
                 if (static_cast<std::size_t>(got) < kRecvBatch) break;
             }
@@ -496,7 +537,8 @@ int main(int argc, char** argv) {
         } else {
             // a second is complete once every query scheduled in it was sent and resolved
             std::int64_t next_sched =
-                sending ? start + static_cast<std::int64_t>(static_cast<double>(sent) * interval_ns) : send_end;
+                sending ? start + static_cast<std::int64_t>(static_cast<double>(sent) * interval_ns)
+                        : send_end;
             std::int64_t oldest = inflight.empty() ? now : inflight.front().sent_ns;
             std::int64_t horizon = std::min({oldest, next_sched, now});
             complete = horizon <= start ? 0 : static_cast<std::size_t>((horizon - start) / kNs);
@@ -511,7 +553,8 @@ int main(int argc, char** argv) {
         // 5. wait for answers or the next send
         std::int64_t wait = 1'000'000;  // 1 ms at most
         if (sending) {
-            auto next_sched = start + static_cast<std::int64_t>(static_cast<double>(sent) * interval_ns);
+            auto next_sched =
+                start + static_cast<std::int64_t>(static_cast<double>(sent) * interval_ns);
             wait = std::min(wait, std::max<std::int64_t>(0, next_sched - now_ns()));
         }
         if (wait > 0) {
@@ -524,17 +567,18 @@ int main(int argc, char** argv) {
         ++next_emit;
     }
     std::sort(all_lat.begin(), all_lat.end());
-    std::fprintf(stderr,
-                 "summary start_epoch_ns=%lld rate=%.0f sent=%llu answered=%llu lost=%llu late=%llu "
-                 "mismatched=%llu servfail=%llu other_rcode=%llu send_errors=%llu p50_us=%u p99_us=%u "
-                 "p999_us=%u max_us=%u send_lag_max_us=%lld\n",
-                 static_cast<long long>(start), rate, static_cast<unsigned long long>(sent),
-                 static_cast<unsigned long long>(answered), static_cast<unsigned long long>(lost),
-                 static_cast<unsigned long long>(late), static_cast<unsigned long long>(mismatched),
-                 static_cast<unsigned long long>(servfail), static_cast<unsigned long long>(other_rcode),
-                 static_cast<unsigned long long>(send_errors), pct(all_lat, 0.50), pct(all_lat, 0.99),
-                 pct(all_lat, 0.999), all_lat.empty() ? 0u : all_lat.back(),
-                 static_cast<long long>(send_lag_max / 1000));
+    std::fprintf(
+        stderr,
+        "summary start_epoch_ns=%lld rate=%.0f sent=%llu answered=%llu lost=%llu late=%llu "
+        "mismatched=%llu servfail=%llu other_rcode=%llu send_errors=%llu p50_us=%u p99_us=%u "
+        "p999_us=%u max_us=%u send_lag_max_us=%lld\n",
+        static_cast<long long>(start), rate, static_cast<unsigned long long>(sent),
+        static_cast<unsigned long long>(answered), static_cast<unsigned long long>(lost),
+        static_cast<unsigned long long>(late), static_cast<unsigned long long>(mismatched),
+        static_cast<unsigned long long>(servfail), static_cast<unsigned long long>(other_rcode),
+        static_cast<unsigned long long>(send_errors), pct(all_lat, 0.50), pct(all_lat, 0.99),
+        pct(all_lat, 0.999), all_lat.empty() ? 0u : all_lat.back(),
+        static_cast<long long>(send_lag_max / 1000));
     if (csv != stdout) std::fclose(csv);
     for (int fd : socks) close(fd);
     return 0;

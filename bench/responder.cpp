@@ -28,9 +28,11 @@ namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
 
-void on_signal(int) { g_stop = 1; }
+void on_signal(int) {
+    g_stop = 1;
+}
 
-constexpr std::size_t kMaxPacket = 512;   // queries larger than this are ignored
+constexpr std::size_t kMaxPacket = 512;  // queries larger than this are ignored
 constexpr std::size_t kMaxBatch = 256;
 
 bool parse_addr(const std::string& s, sockaddr_in& out) {
@@ -49,30 +51,36 @@ bool parse_addr(const std::string& s, sockaddr_in& out) {
 // Builds the answer for query q (length n) into out; returns its length, or 0 to drop.
 std::size_t build_answer(const std::uint8_t* q, std::size_t n, std::uint8_t* out) {
     if (n < 12 + 5) return 0;
-    if (q[2] & 0x80) return 0;                       // a response, not a query
-    if (q[4] != 0 || q[5] != 1) return 0;            // QDCOUNT must be 1
+    if (q[2] & 0x80) return 0;             // a response, not a query
+    if (q[4] != 0 || q[5] != 1) return 0;  // QDCOUNT must be 1
     std::size_t p = 12;
-    for (int labels = 0; labels < 128; ++labels) {   // bounded walk over the labels
+    for (int labels = 0; labels < 128; ++labels) {  // bounded walk over the labels
         if (p >= n) return 0;
         std::uint8_t len = q[p];
-        if (len == 0) { ++p; break; }
-        if (len > 63) return 0;                      // no compression in a question
+        if (len == 0) {
+            ++p;
+            break;
+        }
+        if (len > 63) return 0;  // no compression in a question
         p += 1 + len;
     }
     if (p + 4 > n || p > 12 + 255 + 1) return 0;
-    std::size_t qend = p + 4;                        // end of the question section
+    std::size_t qend = p + 4;  // end of the question section
     std::memcpy(out, q, qend);
     out[2] = static_cast<std::uint8_t>(0x80 | (q[2] & 0x01));  // QR, opcode 0, RD echoed
-    out[3] = 0x80;                                   // RA, RCODE 0
-    out[6] = 0; out[7] = 1;                          // ANCOUNT 1
-    out[8] = 0; out[9] = 0;                          // NSCOUNT 0
-    out[10] = 0; out[11] = 0;                        // ARCOUNT 0 (EDNS not echoed)
+    out[3] = 0x80;                                             // RA, RCODE 0
+    out[6] = 0;
+    out[7] = 1;  // ANCOUNT 1
+    out[8] = 0;
+    out[9] = 0;  // NSCOUNT 0
+    out[10] = 0;
+    out[11] = 0;  // ARCOUNT 0 (EDNS not echoed)
     static constexpr std::array<std::uint8_t, 16> rr = {
         0xC0, 0x0C,              // name: pointer to the question
         0x00, 0x01, 0x00, 0x01,  // type A, class IN
         0x00, 0x00, 0x0E, 0x10,  // TTL 3600
         0x00, 0x04,              // RDLENGTH
-        127, 0, 0, 1};
+        127,  0,    0,    1};
     std::memcpy(out + qend, rr.data(), rr.size());
     return qend + rr.size();
 }
@@ -103,18 +111,22 @@ int main(int argc, char** argv) {
         return 2;
     }
 
-    struct sigaction sa{};
+    struct sigaction sa {};
     sa.sa_handler = on_signal;  // no SA_RESTART: recvmmsg returns EINTR
     sigaction(SIGTERM, &sa, nullptr);
     sigaction(SIGINT, &sa, nullptr);
 
     int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) { std::perror("socket"); return 1; }
+    if (fd < 0) {
+        std::perror("socket");
+        return 1;
+    }
     int buf = 4 << 20;
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
     if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-        std::fprintf(stderr, "error: cannot bind udp %s: %s\n", listen.c_str(), std::strerror(errno));
+        std::fprintf(stderr, "error: cannot bind udp %s: %s\n", listen.c_str(),
+                     std::strerror(errno));
         return 1;
     }
     socklen_t alen = sizeof addr;
@@ -139,7 +151,8 @@ int main(int argc, char** argv) {
             in_msgs[i].msg_hdr.msg_iov = &in_iov[i];
             in_msgs[i].msg_hdr.msg_iovlen = 1;
         }
-        int got = recvmmsg(fd, in_msgs.data(), static_cast<unsigned>(batch), MSG_WAITFORONE, nullptr);
+        int got =
+            recvmmsg(fd, in_msgs.data(), static_cast<unsigned>(batch), MSG_WAITFORONE, nullptr);
         if (got < 0) {
             if (errno == EINTR) continue;
             std::perror("recvmmsg");

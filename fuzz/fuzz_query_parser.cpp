@@ -29,7 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const cache::RenderLimits limits{cache::udp_answer_limit(q, 1232), 1232};
     const auto r = cache.lookup(key, q, fuzz::kNow, limits, out, true);
     fuzz::check(r.length <= limits.max_size);
-    if (r.length > 0) fuzz::check(dns::parse_query(dns::Bytes(out.data(), r.length)).verdict ==
-                                  dns::QueryVerdict::Ignore);  // a response, QR set
+    if (r.length > 0)
+        fuzz::check(dns::parse_query(dns::Bytes(out.data(), r.length)).verdict ==
+                    dns::QueryVerdict::Ignore);  // a response, QR set
     return 0;
 }

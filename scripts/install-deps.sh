@@ -11,7 +11,7 @@ packages=(
   # integration tests: a real upstream, real clients, the fake upstream's language
   nsd bind9-dnsutils knot-dnsutils python3 python3-pytest python3-dnspython
   # fuzzing and sanitizers
-  clang libfuzzer-14-dev libclang-rt-14-dev
+  clang clang-format libfuzzer-14-dev libclang-rt-14-dev
 )
 
 as_root() {

@@ -65,10 +65,11 @@ static int64_t now_ns(void) {
 }
 
 static void usage(const char* msg) {
-    fprintf(stderr,
-            "error: %s\nusage: gai_bench --mode gai|gai4|ghbn|web|webip (--name NAME | --names FILE) "
-            "[--threads N] [--seconds S] [--max-calls N] [--port P] [--path /index.html]\n",
-            msg);
+    fprintf(
+        stderr,
+        "error: %s\nusage: gai_bench --mode gai|gai4|ghbn|web|webip (--name NAME | --names FILE) "
+        "[--threads N] [--seconds S] [--max-calls N] [--port P] [--path /index.html]\n",
+        msg);
     exit(2);
 }
 
@@ -123,8 +124,8 @@ static int http_get(const struct sockaddr* sa, socklen_t salen, const char* name
         return -1;
     }
     char req[600];
-    int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: %s\r\nUser-Agent: gai_bench\r\n\r\n", g_path,
-                     name);
+    int n = snprintf(req, sizeof req,
+                     "GET %s HTTP/1.0\r\nHost: %s\r\nUser-Agent: gai_bench\r\n\r\n", g_path, name);
     if (send(fd, req, (size_t)n, MSG_NOSIGNAL) != n) {
         fail("send to %s: %s", name, strerror(errno));
         close(fd);
@@ -193,11 +194,21 @@ static void* worker(void* arg) {
         const char* name = g_names[i % g_nnames];
         ++i;
         switch (g_mode) {
-            case M_GAI: do_gai(name, AF_UNSPEC); break;
-            case M_GAI4: do_gai(name, AF_INET); break;
-            case M_GHBN: do_ghbn(name); break;
-            case M_WEB: do_web(name); break;
-            case M_WEBIP: do_webip(name); break;
+            case M_GAI:
+                do_gai(name, AF_UNSPEC);
+                break;
+            case M_GAI4:
+                do_gai(name, AF_INET);
+                break;
+            case M_GHBN:
+                do_ghbn(name);
+                break;
+            case M_WEB:
+                do_web(name);
+                break;
+            case M_WEBIP:
+                do_webip(name);
+                break;
         }
         if (now_ns() > g_deadline_ns) break; /* finished after the deadline: not counted */
         atomic_fetch_add(&g_calls, 1);
@@ -229,26 +240,41 @@ int main(int argc, char** argv) {
         if (i + 1 >= argc) usage("missing value");
         const char* v = argv[++i];
         if (!strcmp(a, "--mode")) {
-            if (!strcmp(v, "gai")) g_mode = M_GAI;
-            else if (!strcmp(v, "gai4")) g_mode = M_GAI4;
-            else if (!strcmp(v, "ghbn")) g_mode = M_GHBN;
-            else if (!strcmp(v, "web")) g_mode = M_WEB;
-            else if (!strcmp(v, "webip")) g_mode = M_WEBIP;
-            else usage("unknown --mode");
-        } else if (!strcmp(a, "--name")) name = v;
-        else if (!strcmp(a, "--names")) names = v;
-        else if (!strcmp(a, "--threads")) g_threads = atoi(v);
-        else if (!strcmp(a, "--seconds")) g_seconds = atof(v);
-        else if (!strcmp(a, "--max-calls")) g_max_calls = atoll(v);
-        else if (!strcmp(a, "--port")) g_port = atoi(v);
-        else if (!strcmp(a, "--path")) g_path = v;
-        else usage("unknown argument");
+            if (!strcmp(v, "gai"))
+                g_mode = M_GAI;
+            else if (!strcmp(v, "gai4"))
+                g_mode = M_GAI4;
+            else if (!strcmp(v, "ghbn"))
+                g_mode = M_GHBN;
+            else if (!strcmp(v, "web"))
+                g_mode = M_WEB;
+            else if (!strcmp(v, "webip"))
+                g_mode = M_WEBIP;
+            else
+                usage("unknown --mode");
+        } else if (!strcmp(a, "--name"))
+            name = v;
+        else if (!strcmp(a, "--names"))
+            names = v;
+        else if (!strcmp(a, "--threads"))
+            g_threads = atoi(v);
+        else if (!strcmp(a, "--seconds"))
+            g_seconds = atof(v);
+        else if (!strcmp(a, "--max-calls"))
+            g_max_calls = atoll(v);
+        else if (!strcmp(a, "--port"))
+            g_port = atoi(v);
+        else if (!strcmp(a, "--path"))
+            g_path = v;
+        else
+            usage("unknown argument");
     }
     if (g_threads < 1 || g_threads > 256) usage("--threads must be 1..256");
     if (!(g_seconds > 0 && g_seconds <= 3600)) usage("--seconds must be in (0, 3600]");
     if (g_max_calls < 0) usage("--max-calls must be >= 0");
     if (g_port < 1 || g_port > 65535) usage("--port must be 1..65535");
-    if (strlen(g_path) > 200 || g_path[0] != '/') usage("--path must start with / (200 characters at most)");
+    if (strlen(g_path) > 200 || g_path[0] != '/')
+        usage("--path must start with / (200 characters at most)");
     if (!!name == !!names) usage("give one of --name and --names");
     if (name) {
         if (strlen(name) > 253) usage("--name too long");
@@ -276,7 +302,10 @@ int main(int argc, char** argv) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
             ts.tv_nsec += 100000000;
-            if (ts.tv_nsec >= 1000000000) { ts.tv_sec += 1; ts.tv_nsec -= 1000000000; }
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec += 1;
+                ts.tv_nsec -= 1000000000;
+            }
             if (pthread_timedjoin_np(th[t], NULL, &ts) == 0) break;
             if (now_ns() > hard) {
                 fprintf(stderr, "gai_bench: a call was still blocked 60 s after the deadline\n");

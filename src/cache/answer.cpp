@@ -9,7 +9,9 @@ namespace {
 using dns::Rcode;
 
 // RFC 2181 §8: a TTL with the top bit set is to be read as zero.
-uint32_t sane_ttl(uint32_t ttl) { return ttl > 0x7FFFFFFFu ? 0 : ttl; }
+uint32_t sane_ttl(uint32_t ttl) {
+    return ttl > 0x7FFFFFFFu ? 0 : ttl;
+}
 
 bool has_soa_in_authority(const dns::ScannedResponse& scan) {
     return std::any_of(scan.records.begin(), scan.records.end(), [](const auto& r) {

@@ -31,7 +31,7 @@ struct AnswerView {
     uint16_t ancount = 0;
     uint16_t nscount = 0;
     uint16_t arcount = 0;
-    std::span<const uint8_t> records;  // wire bytes after the question
+    std::span<const uint8_t> records;       // wire bytes after the question
     std::span<const uint16_t> ttl_offsets;  // into `records`
 };
 
@@ -42,7 +42,7 @@ struct PreparedAnswer {
     uint16_t ancount = 0;
     uint16_t nscount = 0;
     uint16_t arcount = 0;
-    uint32_t ttl = 0;        // how long it may be cached, seconds; 0: serve it, don't keep it
+    uint32_t ttl = 0;  // how long it may be cached, seconds; 0: serve it, don't keep it
     std::vector<uint8_t> records;
     std::vector<uint16_t> ttl_offsets;
 

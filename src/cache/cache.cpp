@@ -29,8 +29,8 @@ Cache::Cache(const CacheConfig& config)
     shard_shift_ = static_cast<unsigned>(std::countr_zero(count));
     shards_.reserve(count);
     for (size_t i = 0; i < count; ++i) {
-        shards_.push_back(std::make_unique<CacheShard>(config.budget_bytes / count,
-                                                       config.stale_ttl_s));
+        shards_.push_back(
+            std::make_unique<CacheShard>(config.budget_bytes / count, config.stale_ttl_s));
     }
 }
 
@@ -46,8 +46,7 @@ CacheShard& Cache::shard_for(uint64_t hash) const {
 }
 
 LookupResult Cache::lookup(const CacheKey& key, const dns::Query& query, uint64_t now_ms,
-                           const RenderLimits& limits, std::span<uint8_t> out,
-                           bool allow_stale) {
+                           const RenderLimits& limits, std::span<uint8_t> out, bool allow_stale) {
     const uint64_t hash = hash_name(key.name);
     return shard_for(hash).lookup(key, hash, query, now_ms, limits, out, allow_stale);
 }
@@ -81,7 +80,9 @@ CacheCounters Cache::counters() const {
     return c;
 }
 
-size_t Cache::slices_per_shard() const { return shards_.front()->slice_count(); }
+size_t Cache::slices_per_shard() const {
+    return shards_.front()->slice_count();
+}
 
 void Cache::snapshot_slice(size_t shard, size_t slice, uint64_t now_ms,
                            std::vector<EntrySnapshot>& out) const {

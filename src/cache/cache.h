@@ -49,9 +49,9 @@ enum class Freshness : uint8_t { Miss, Fresh, Stale };
 
 struct LookupResult {
     Freshness freshness = Freshness::Miss;
-    size_t length = 0;        // bytes rendered into `out` (Fresh or Stale)
-    bool truncated = false;   // rendered as TC=1 because it did not fit
-    bool prefetch = false;    // a popular entry in the last 10% of its TTL: refresh it now
+    size_t length = 0;       // bytes rendered into `out` (Fresh or Stale)
+    bool truncated = false;  // rendered as TC=1 because it did not fit
+    bool prefetch = false;   // a popular entry in the last 10% of its TTL: refresh it now
 };
 
 struct CacheCounters {
@@ -76,7 +76,7 @@ struct EntrySnapshot {
 class CacheShard;
 
 class Cache {
-public:
+  public:
     explicit Cache(const CacheConfig& config);
     ~Cache();
     Cache(const Cache&) = delete;
@@ -111,7 +111,7 @@ public:
 
     uint64_t hash_name(dns::Bytes lower_name) const;
 
-private:
+  private:
     CacheShard& shard_for(uint64_t hash) const;
 
     std::vector<std::unique_ptr<CacheShard>> shards_;

@@ -16,11 +16,11 @@
 namespace nscache::cache {
 
 struct Entry {
-    Entry* next;        // bucket chain
-    uint64_t born_ms;   // when it was stored (monotonic)
-    uint32_t ttl_s;     // fresh for this long after born_ms
-    uint32_t hash32;    // high bits of the name hash: a cheap first comparison
-    uint32_t ring_slot; // index in the shard's CLOCK ring
+    Entry* next;         // bucket chain
+    uint64_t born_ms;    // when it was stored (monotonic)
+    uint32_t ttl_s;      // fresh for this long after born_ms
+    uint32_t hash32;     // high bits of the name hash: a cheap first comparison
+    uint32_t ring_slot;  // index in the shard's CLOCK ring
     uint16_t qtype;
     uint16_t qclass;
     uint16_t ancount;
@@ -45,7 +45,11 @@ struct Entry {
     uint64_t expires_ms() const { return born_ms + uint64_t{ttl_s} * 1000; }
 
     AnswerView view() const {
-        return AnswerView{rcode,    (kind_ad & 0x80) != 0, ancount, nscount, arcount,
+        return AnswerView{rcode,
+                          (kind_ad & 0x80) != 0,
+                          ancount,
+                          nscount,
+                          arcount,
                           std::span<const uint8_t>(records(), records_len),
                           std::span<const uint16_t>(ttl_offsets(), ttl_count)};
     }

@@ -42,12 +42,12 @@ size_t write_truncated(const dns::Query& q, const RenderLimits& limits, uint16_t
 
 }  // namespace
 
-size_t render_answer(const AnswerView& answer, const dns::Query& query, uint32_t age_s,
-                     bool stale, const RenderLimits& limits, std::span<uint8_t> out,
-                     bool* truncated) {
+size_t render_answer(const AnswerView& answer, const dns::Query& query, uint32_t age_s, bool stale,
+                     const RenderLimits& limits, std::span<uint8_t> out, bool* truncated) {
     const uint16_t flags = answer_flags(answer, query);
     const size_t opt_size = query.edns.present ? dns::kOptRecordSize : 0;
-    const size_t total = dns::kHeaderSize + query.question.size() + answer.records.size() + opt_size;
+    const size_t total =
+        dns::kHeaderSize + query.question.size() + answer.records.size() + opt_size;
     *truncated = total > limits.max_size;
     if (*truncated) return write_truncated(query, limits, flags, out.data());
 

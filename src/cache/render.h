@@ -24,16 +24,15 @@ struct RenderLimits {
 // kStaleAnswerTtl. When the answer would exceed limits.max_size, writes instead an empty
 // answer with TC=1 (RFC 1035 §4.1.1, RFC 6891 §7) and sets *truncated. `out` must hold
 // max_size bytes. Returns the length written.
-size_t render_answer(const AnswerView& answer, const dns::Query& query, uint32_t age_s,
-                     bool stale, const RenderLimits& limits, std::span<uint8_t> out,
-                     bool* truncated);
+size_t render_answer(const AnswerView& answer, const dns::Query& query, uint32_t age_s, bool stale,
+                     const RenderLimits& limits, std::span<uint8_t> out, bool* truncated);
 
 // The largest answer size allowed for a UDP client: its EDNS buffer, or 512 without EDNS,
 // never more than our own configured maximum.
 inline size_t udp_answer_limit(const dns::Query& q, uint16_t server_udp_size) {
     if (!q.edns.present) return dns::kMinUdpPayload;
-    const uint16_t ours = server_udp_size < dns::kMinUdpPayload ? dns::kMinUdpPayload
-                                                                : server_udp_size;
+    const uint16_t ours =
+        server_udp_size < dns::kMinUdpPayload ? dns::kMinUdpPayload : server_udp_size;
     return q.edns.udp_size < ours ? q.edns.udp_size : ours;
 }
 

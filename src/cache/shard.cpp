@@ -40,8 +40,7 @@ bool key_matches(const Entry* e, uint32_t hash32, const CacheKey& key) {
            std::memcmp(e->name(), key.name.data(), key.name.size()) == 0;
 }
 
-Entry* make_entry(const CacheKey& key, uint32_t hash32, const PreparedAnswer& a,
-                  uint64_t born_ms) {
+Entry* make_entry(const CacheKey& key, uint32_t hash32, const PreparedAnswer& a, uint64_t born_ms) {
     const size_t size =
         Entry::allocation_size(key.name.size(), a.ttl_offsets.size(), a.records.size());
     void* memory = std::malloc(size);
@@ -85,7 +84,9 @@ CacheShard::CacheShard(size_t budget_bytes, uint32_t stale_ttl_s)
     s->ring.reserve(bucket_count_);
 }
 
-CacheShard::~CacheShard() { flush(); }
+CacheShard::~CacheShard() {
+    flush();
+}
 
 bool CacheShard::is_dead(const Entry* e, uint64_t now_ms) const {
     return now_ms >= e->expires_ms() + stale_ms_;
@@ -147,8 +148,8 @@ void CacheShard::reclaim_expired(State& s, uint64_t now_ms, int steps) {
 }
 
 LookupResult CacheShard::lookup(const CacheKey& key, uint64_t hash, const dns::Query& query,
-                                uint64_t now_ms, const RenderLimits& limits,
-                                std::span<uint8_t> out, bool allow_stale) {
+                                uint64_t now_ms, const RenderLimits& limits, std::span<uint8_t> out,
+                                bool allow_stale) {
     LookupResult result;
     const auto hash32 = static_cast<uint32_t>(hash >> 32);
     auto s = state_.lock();

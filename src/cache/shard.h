@@ -19,15 +19,15 @@
 namespace nscache::cache {
 
 class CacheShard {
-public:
+  public:
     CacheShard(size_t budget_bytes, uint32_t stale_ttl_s);
     ~CacheShard();
 
     LookupResult lookup(const CacheKey& key, uint64_t hash, const dns::Query& query,
                         uint64_t now_ms, const RenderLimits& limits, std::span<uint8_t> out,
                         bool allow_stale);
-    void insert(const CacheKey& key, uint64_t hash, const PreparedAnswer& answer,
-                uint64_t born_ms, uint64_t now_ms);
+    void insert(const CacheKey& key, uint64_t hash, const PreparedAnswer& answer, uint64_t born_ms,
+                uint64_t now_ms);
     size_t flush();
     size_t flush_name(dns::Bytes lower_name, uint64_t hash);
 
@@ -36,10 +36,10 @@ public:
 
     void add_counters(CacheCounters& c) const;
 
-private:
+  private:
     struct State {
         std::vector<Entry*> buckets;
-        std::vector<Entry*> ring;  // CLOCK order; no holes (removal moves the last entry in)
+        std::vector<Entry*> ring;   // CLOCK order; no holes (removal moves the last entry in)
         size_t hand = 0;            // eviction sweep position
         size_t reclaim_cursor = 0;  // expiry sweep position
         size_t bytes = 0;           // accounted bytes of the entries

@@ -103,8 +103,12 @@ int flush_command(const Args& args) {
                        parsed->positional.empty() ? "flush" : "flush " + parsed->positional[0]);
 }
 
-int dump_command(const Args& args) { return file_command("dump", args); }
-int load_command(const Args& args) { return file_command("load", args); }
+int dump_command(const Args& args) {
+    return file_command("dump", args);
+}
+int load_command(const Args& args) {
+    return file_command("load", args);
+}
 
 int check_config_command(const Args& args) {
     if (args.size() != 1) {

@@ -58,7 +58,7 @@ int run_daemon(const Config& config) {
     cache::Cache cache(cache_config(config));
     upstream::UpstreamSet upstreams(config.upstreams);
     upstream::ResolverShared resolver_shared{resolver_options(config), cache, upstreams, {}, {}};
-    server::ServerShared shared{config, cache, resolver_shared, server::AccessList(config.allow),
+    server::ServerShared shared{config,  cache, resolver_shared, server::AccessList(config.allow),
                                 nullptr, {}};
     if (config.rate_limit > 0) {
         shared.rate_limiter =
@@ -119,7 +119,8 @@ int run_daemon(const Config& config) {
     }
 
     if (!config.cache_file.empty() && access(config.cache_file.c_str(), F_OK) == 0) {
-        const auto loaded = control::load_cache(cache, config.cache_file, monotonic_ms(), wall_ms());
+        const auto loaded =
+            control::load_cache(cache, config.cache_file, monotonic_ms(), wall_ms());
         if (loaded.ok) {
             log_info("loaded %llu entries from %s", static_cast<unsigned long long>(loaded.entries),
                      config.cache_file.c_str());
@@ -171,7 +172,8 @@ int run_daemon(const Config& config) {
     worker_list.clear();
 
     if (!config.cache_file.empty()) {
-        const auto dumped = control::dump_cache(cache, config.cache_file, monotonic_ms(), wall_ms());
+        const auto dumped =
+            control::dump_cache(cache, config.cache_file, monotonic_ms(), wall_ms());
         if (dumped.ok) {
             log_info("saved %llu entries to %s", static_cast<unsigned long long>(dumped.entries),
                      config.cache_file.c_str());

@@ -14,7 +14,8 @@ std::string FlagParser::name() const {
 }
 
 std::optional<std::string> FlagParser::value() {
-    if (const size_t eq = current_.find('='); eq != std::string::npos) return current_.substr(eq + 1);
+    if (const size_t eq = current_.find('='); eq != std::string::npos)
+        return current_.substr(eq + 1);
     if (index_ >= args_.size()) {
         error_ = "--" + name() + " needs a value";
         return std::nullopt;

@@ -10,7 +10,7 @@
 namespace nscache {
 
 class FlagParser {
-public:
+  public:
     explicit FlagParser(const std::vector<std::string>& args) : args_(args) {}
 
     // Moves to the next argument. False at the end.
@@ -23,7 +23,7 @@ public:
     const std::string& current() const { return current_; }
     const std::string& error() const { return error_; }
 
-private:
+  private:
     const std::vector<std::string>& args_;
     size_t index_ = 0;
     std::string current_;

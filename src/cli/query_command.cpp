@@ -49,7 +49,8 @@ std::optional<std::vector<uint8_t>> ask_tcp(const SocketAddress& server, dns::By
     dns::write_u16(framed.data(), static_cast<uint16_t>(query.size()));
     std::copy(query.begin(), query.end(), framed.begin() + 2);
     if (connect(fd, server.sa(), server.length) != 0 ||
-        send(fd, framed.data(), framed.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(framed.size())) {
+        send(fd, framed.data(), framed.size(), MSG_NOSIGNAL) !=
+            static_cast<ssize_t>(framed.size())) {
         close(fd);
         return std::nullopt;
     }
@@ -69,8 +70,10 @@ std::optional<std::vector<uint8_t>> ask_tcp(const SocketAddress& server, dns::By
 }
 
 int usage(const std::string& message) {
-    std::fprintf(stderr, "nscache query: %s\nusage: nscache query [--server ADDR:PORT] [--tcp] NAME [TYPE]\n",
-                 message.c_str());
+    std::fprintf(
+        stderr,
+        "nscache query: %s\nusage: nscache query [--server ADDR:PORT] [--tcp] NAME [TYPE]\n",
+        message.c_str());
     return kExitUsage;
 }
 

@@ -62,11 +62,15 @@ int serve_command(const Args& args) {
             continue;
         } else if (name == "listen") {
             auto a = parse_socket_address(*value, std::nullopt);
-            if (!a) return usage_error("bad --listen address '" + *value + "' (expected ADDR:PORT or [ADDR6]:PORT)");
+            if (!a)
+                return usage_error("bad --listen address '" + *value +
+                                   "' (expected ADDR:PORT or [ADDR6]:PORT)");
             listen.push_back(*a);
         } else if (name == "upstream") {
             auto a = parse_socket_address(*value, 53);
-            if (!a) return usage_error("bad --upstream address '" + *value + "' (expected ADDR[:PORT])");
+            if (!a)
+                return usage_error("bad --upstream address '" + *value +
+                                   "' (expected ADDR[:PORT])");
             upstreams.push_back(*a);
         } else if (name == "threads") {
             char* end = nullptr;
@@ -78,7 +82,8 @@ int serve_command(const Args& args) {
         } else if (name == "cache-size") {
             auto size = parse_size(*value);
             if (!size || *size < (64u << 10)) {
-                return usage_error("bad --cache-size '" + *value + "' (expected at least 64K, e.g. 64M)");
+                return usage_error("bad --cache-size '" + *value +
+                                   "' (expected at least 64K, e.g. 64M)");
             }
             config.cache_size = *size;
         } else if (name == "control") {

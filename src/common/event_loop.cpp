@@ -3,8 +3,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 
 #include "common/clock.h"
@@ -95,7 +95,9 @@ void EventLoop::cancel_timer(TimerHandle& handle) {
     handle = kNoTimer;
 }
 
-void EventLoop::refresh_now() { now_ms_ = monotonic_ms(); }
+void EventLoop::refresh_now() {
+    now_ms_ = monotonic_ms();
+}
 
 void EventLoop::run_due_timers() {
     // Bounded by the timers due now; a timer added while running waits for the next turn.

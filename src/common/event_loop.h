@@ -17,15 +17,15 @@
 namespace nscache {
 
 class EventHandler {
-public:
+  public:
     virtual void on_event(uint32_t events) = 0;
 
-protected:
+  protected:
     ~EventHandler() = default;
 };
 
 class EventLoop {
-public:
+  public:
     using Registration = uint32_t;
     using TimerHandle = std::pair<uint64_t, uint64_t>;  // (deadline, sequence)
     static constexpr TimerHandle kNoTimer{0, 0};
@@ -57,7 +57,7 @@ public:
     uint64_t now_ms() const { return now_ms_; }
     void refresh_now();
 
-private:
+  private:
     struct Slot {
         EventHandler* handler = nullptr;
         int fd = -1;

@@ -9,13 +9,13 @@ namespace nscache {
 
 template <typename T, typename Mutex = std::mutex>
 class Guarded {
-public:
+  public:
     class Locked {
-    public:
+      public:
         T* operator->() { return value_; }
         T& operator*() { return *value_; }
 
-    private:
+      private:
         friend class Guarded;
         Locked(T* value, Mutex& mu) : value_(value), lock_(mu) {}
         T* value_;
@@ -27,7 +27,7 @@ public:
 
     Locked lock() { return Locked(&value_, mu_); }
 
-private:
+  private:
     Mutex mu_;
     T value_;
 };

@@ -19,17 +19,23 @@ bool to_journald() {
 
 const char* level_name(LogLevel level) {
     switch (level) {
-        case LogLevel::Error: return "error";
-        case LogLevel::Warning: return "warning";
-        case LogLevel::Info: return "info";
-        case LogLevel::Debug: return "debug";
+        case LogLevel::Error:
+            return "error";
+        case LogLevel::Warning:
+            return "warning";
+        case LogLevel::Info:
+            return "info";
+        case LogLevel::Debug:
+            return "debug";
     }
     return "info";
 }
 
 }  // namespace
 
-void set_log_verbose(bool on) { verbose.store(on, std::memory_order_relaxed); }
+void set_log_verbose(bool on) {
+    verbose.store(on, std::memory_order_relaxed);
+}
 
 void log_message(LogLevel level, const char* format, ...) {
     if (level == LogLevel::Debug && !verbose.load(std::memory_order_relaxed)) return;
@@ -38,7 +44,8 @@ void log_message(LogLevel level, const char* format, ...) {
                           : std::snprintf(line, sizeof line, "%s: ", level_name(level));
     va_list args;
     va_start(args, format);
-    const int body = std::vsnprintf(line + n, sizeof line - static_cast<size_t>(n) - 1, format, args);
+    const int body =
+        std::vsnprintf(line + n, sizeof line - static_cast<size_t>(n) - 1, format, args);
     va_end(args);
     n += body < 0 ? 0 : body;
     if (n > static_cast<int>(sizeof line) - 2) n = static_cast<int>(sizeof line) - 2;

@@ -21,7 +21,8 @@ std::optional<uint16_t> parse_port(std::string_view text) {
 const uint8_t* address_bytes(const sockaddr* sa, int& family) {
     family = sa->sa_family;
     if (family == AF_INET) {
-        return reinterpret_cast<const uint8_t*>(&reinterpret_cast<const sockaddr_in*>(sa)->sin_addr);
+        return reinterpret_cast<const uint8_t*>(
+            &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr);
     }
     const auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
     if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
@@ -49,10 +50,12 @@ void SocketAddress::set_port(uint16_t port) {
 std::string SocketAddress::to_string() const {
     char buf[INET6_ADDRSTRLEN] = {};
     if (family() == AF_INET) {
-        inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, buf, sizeof buf);
+        inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, buf,
+                  sizeof buf);
         return std::string(buf) + ":" + std::to_string(port());
     }
-    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr, buf, sizeof buf);
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr, buf,
+              sizeof buf);
     return "[" + std::string(buf) + "]:" + std::to_string(port());
 }
 
@@ -97,7 +100,8 @@ std::optional<SocketAddress> parse_socket_address(std::string_view text,
         }
     } else {
         const size_t colon = text.find(':');
-        if (colon != std::string_view::npos && text.find(':', colon + 1) != std::string_view::npos) {
+        if (colon != std::string_view::npos &&
+            text.find(':', colon + 1) != std::string_view::npos) {
             host = std::string(text);  // bare IPv6, no port
         } else if (colon != std::string_view::npos) {
             host = std::string(text.substr(0, colon));

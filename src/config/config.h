@@ -20,7 +20,7 @@ struct Config {
     std::vector<SocketAddress> upstreams;  // empty: from /etc/resolv.conf
     unsigned threads = 0;                  // 0: one per online CPU
     size_t cache_size = size_t{64} << 20;
-    std::vector<Cidr> allow;               // empty: loopback only
+    std::vector<Cidr> allow;  // empty: loopback only
 
     uint32_t min_ttl = 0;
     uint32_t max_ttl = 86400;

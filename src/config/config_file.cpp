@@ -55,7 +55,8 @@ Setter duration_ms(uint32_t Config::*field, uint64_t max_ms) {
     return [field, max_ms](const toml::node& node, Config& c) -> std::optional<std::string> {
         uint64_t ms = 0;
         if (auto err = duration_of(node, ms)) return err;
-        if (ms > max_ms) return "duration too long (at most " + std::to_string(max_ms / 1000) + "s)";
+        if (ms > max_ms)
+            return "duration too long (at most " + std::to_string(max_ms / 1000) + "s)";
         c.*field = static_cast<uint32_t>(ms);
         return std::nullopt;
     };
@@ -148,7 +149,9 @@ const std::map<std::string, Setter, std::less<>>& setters() {
              return std::nullopt;
          }},
         {"max-tcp-connections",
-         [](const toml::node& n, Config& c) { return uint_of(n, c.max_tcp_connections, 1'000'000); }},
+         [](const toml::node& n, Config& c) {
+             return uint_of(n, c.max_tcp_connections, 1'000'000);
+         }},
         {"tcp-idle-timeout", duration_ms(&Config::tcp_idle_timeout_ms, 3'600'000)},
         {"control", string_field(&Config::control)},
         {"control-group", string_field(&Config::control_group)},
@@ -158,7 +161,8 @@ const std::map<std::string, Setter, std::less<>>& setters() {
         {"metrics-listen",
          [](const toml::node& n, Config& c) -> std::optional<std::string> {
              if (auto err = string_of(n, c.metrics_listen)) return err;
-             if (!c.metrics_listen.empty() && !parse_socket_address(c.metrics_listen, std::nullopt)) {
+             if (!c.metrics_listen.empty() &&
+                 !parse_socket_address(c.metrics_listen, std::nullopt)) {
                  return "bad address '" + c.metrics_listen + "' (expected ADDR:PORT)";
              }
              return std::nullopt;

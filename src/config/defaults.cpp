@@ -65,8 +65,9 @@ std::optional<ConfigError> resolve_defaults(Config& config, const std::string& r
         config.upstreams.push_back(*parsed);
     }
     if (config.upstreams.empty()) {
-        return ConfigError{"no upstream servers: " + resolv_conf_path +
-                           " names none besides nscache itself; set upstream = [...] or --upstream"};
+        return ConfigError{
+            "no upstream servers: " + resolv_conf_path +
+            " names none besides nscache itself; set upstream = [...] or --upstream"};
     }
     return std::nullopt;
 }

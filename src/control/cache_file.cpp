@@ -32,7 +32,7 @@ uint64_t fnv1a(const uint8_t* data, size_t size) {
 }
 
 class Writer {
-public:
+  public:
     void u8(uint8_t v) { bytes.push_back(v); }
     void u16(uint16_t v) {
         u8(static_cast<uint8_t>(v >> 8));
@@ -54,7 +54,7 @@ public:
 };
 
 class Reader {
-public:
+  public:
     Reader(const uint8_t* data, size_t size) : data_(data), size_(size) {}
     bool ok() const { return ok_; }
     bool at_end() const { return pos_ == size_; }
@@ -84,7 +84,7 @@ public:
         return hi << 32 | u32();
     }
 
-private:
+  private:
     const uint8_t* data_;
     size_t size_;
     size_t pos_ = 0;
@@ -272,7 +272,8 @@ CacheFileResult load_cache_bytes(cache::Cache& cache, const uint8_t* data, size_
     const uint8_t* magic = tr.take(4);
     const uint64_t count = tr.u64();
     const uint64_t checksum = tr.u64();
-    if (std::memcmp(magic, kTrailerMagic, 4) != 0 || fnv1a(data, size - kTrailerBytes) != checksum) {
+    if (std::memcmp(magic, kTrailerMagic, 4) != 0 ||
+        fnv1a(data, size - kTrailerBytes) != checksum) {
         result.error = "truncated or corrupt (checksum mismatch)";
         return result;
     }
@@ -312,7 +313,8 @@ CacheFileResult load_cache(cache::Cache& cache, const std::string& path, uint64_
         return result;
     }
     struct stat st {};
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<size_t>(st.st_size) > kMaxFileBytes) {
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        static_cast<size_t>(st.st_size) > kMaxFileBytes) {
         close(fd);
         result.error = path + " is not a regular file of a sane size";
         return result;

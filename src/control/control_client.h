@@ -7,8 +7,8 @@
 namespace nscache::control {
 
 struct ControlReply {
-    bool ok = false;       // the daemon answered "ok"
-    std::string body;      // the text after the status line, or the daemon's error
+    bool ok = false;   // the daemon answered "ok"
+    std::string body;  // the text after the status line, or the daemon's error
 };
 
 // nullopt with `error` set when the daemon cannot be reached.

@@ -125,7 +125,9 @@ std::optional<std::string> ControlServer::open(uid_t owner_uid) {
     return std::nullopt;
 }
 
-void ControlServer::start() { thread_ = std::thread([this] { run(); }); }
+void ControlServer::start() {
+    thread_ = std::thread([this] { run(); });
+}
 
 void ControlServer::stop() {
     if (!thread_.joinable()) return;

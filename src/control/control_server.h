@@ -26,7 +26,7 @@ struct ControlOptions {
 };
 
 class ControlServer {
-public:
+  public:
     ControlServer(const ControlOptions& options, cache::Cache& cache, StatsSources stats);
     ~ControlServer();
 
@@ -38,7 +38,7 @@ public:
     // The command interpreter, also used by tests: a request line in, the answer out.
     std::string execute(const std::string& request);
 
-private:
+  private:
     void run();
     void serve_control_client(int fd);
     void serve_metrics_client(int fd);

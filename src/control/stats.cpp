@@ -46,15 +46,17 @@ StatsSnapshot collect_stats(const StatsSources& sources, uint64_t now_ms) {
     }
     if (sources.cache != nullptr) s.cache = sources.cache->counters();
     const uint64_t lookups = s.cache_hits + s.cache_misses;
-    s.hit_ratio = lookups == 0 ? 0.0 : static_cast<double>(s.cache_hits) / static_cast<double>(lookups);
+    s.hit_ratio =
+        lookups == 0 ? 0.0 : static_cast<double>(s.cache_hits) / static_cast<double>(lookups);
     s.uptime_s = (now_ms - sources.started_ms) / 1000;
     if (sources.upstreams != nullptr) {
         for (size_t i = 0; i < sources.upstreams->size(); ++i) {
             const auto& u = sources.upstreams->at(i);
-            s.upstreams.push_back(UpstreamStats{
-                u.address.to_string(), u.srtt_us.load(std::memory_order_relaxed) / 1000.0,
-                u.queries.load(std::memory_order_relaxed),
-                u.timeouts.load(std::memory_order_relaxed), !u.down.load(std::memory_order_relaxed)});
+            s.upstreams.push_back(UpstreamStats{u.address.to_string(),
+                                                u.srtt_us.load(std::memory_order_relaxed) / 1000.0,
+                                                u.queries.load(std::memory_order_relaxed),
+                                                u.timeouts.load(std::memory_order_relaxed),
+                                                !u.down.load(std::memory_order_relaxed)});
         }
     }
     return s;
@@ -72,9 +74,9 @@ std::string format_text(const StatsSnapshot& s) {
     for (const auto& f : kCacheFields) line(f.name, std::to_string(s.cache.*f.field));
     line("uptime_seconds", std::to_string(s.uptime_s));
     for (const auto& u : s.upstreams) {
-        line("upstream " + u.address, "srtt_ms=" + number(u.srtt_ms) + " queries=" +
-                                          std::to_string(u.queries) + " timeouts=" +
-                                          std::to_string(u.timeouts) + (u.up ? " up" : " down"));
+        line("upstream " + u.address,
+             "srtt_ms=" + number(u.srtt_ms) + " queries=" + std::to_string(u.queries) +
+                 " timeouts=" + std::to_string(u.timeouts) + (u.up ? " up" : " down"));
     }
     return out;
 }
@@ -94,9 +96,11 @@ std::string format_json(const StatsSnapshot& s) {
     std::string list = "[";
     for (const auto& u : s.upstreams) {
         if (list.size() > 1) list += ", ";
-        list += "{\"address\": \"" + json_escape(u.address) + "\", \"srtt_ms\": " + number(u.srtt_ms) +
-                ", \"queries\": " + std::to_string(u.queries) + ", \"timeouts\": " +
-                std::to_string(u.timeouts) + ", \"up\": " + (u.up ? "true" : "false") + "}";
+        list += "{\"address\": \"" + json_escape(u.address) +
+                "\", \"srtt_ms\": " + number(u.srtt_ms) +
+                ", \"queries\": " + std::to_string(u.queries) +
+                ", \"timeouts\": " + std::to_string(u.timeouts) +
+                ", \"up\": " + (u.up ? "true" : "false") + "}";
     }
     field("upstreams", list + "]");
     return out + "}\n";
@@ -110,7 +114,8 @@ std::string format_prometheus(const StatsSnapshot& s) {
         out += "# TYPE nscache_" + name + " " + type + "\n";
         out += "nscache_" + name + " " + value + "\n";
     };
-#define NSCACHE_PROM_FIELD(name, help) metric(#name "_total", help, "counter", std::to_string(s.name));
+#define NSCACHE_PROM_FIELD(name, help) \
+    metric(#name "_total", help, "counter", std::to_string(s.name));
     NSCACHE_WORKER_COUNTERS(NSCACHE_PROM_FIELD)
 #undef NSCACHE_PROM_FIELD
     for (const auto& f : kCacheFields) {

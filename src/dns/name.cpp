@@ -57,7 +57,14 @@ std::optional<NameExtent> walk_name(Bytes msg, size_t offset, bool allow_pointer
 
 bool needs_escape(uint8_t c) {
     switch (c) {
-        case '.': case '\\': case '(': case ')': case ';': case '"': case '$': case '@':
+        case '.':
+        case '\\':
+        case '(':
+        case ')':
+        case ';':
+        case '"':
+        case '$':
+        case '@':
             return true;
         default:
             return c <= 0x20 || c >= 0x7F;
@@ -86,10 +93,11 @@ namespace {
 template <typename Transform>
 std::optional<size_t> expand_name(Bytes msg, size_t offset, NameBuffer& out, Transform&& t) {
     size_t n = 0;
-    auto extent = walk_name(msg, offset, true, FrozenFields{}, [&](const uint8_t* label, uint8_t len) {
-        out.bytes[n++] = len;
-        for (uint8_t i = 0; i < len; ++i) out.bytes[n++] = t(label[i]);
-    });
+    auto extent =
+        walk_name(msg, offset, true, FrozenFields{}, [&](const uint8_t* label, uint8_t len) {
+            out.bytes[n++] = len;
+            for (uint8_t i = 0; i < len; ++i) out.bytes[n++] = t(label[i]);
+        });
     if (!extent) return std::nullopt;
     out.bytes[n++] = 0;
     out.length = static_cast<uint8_t>(n);
@@ -116,10 +124,10 @@ void lower_name(Bytes name, NameBuffer& out) {
         constexpr uint64_t kOnes = 0x0101010101010101ull;
         constexpr uint64_t kHigh = 0x8080808080808080ull;
         const uint64_t low7 = w & ~kHigh;
-        const uint64_t above_at = low7 + kOnes * (0x80 - 'A');        // high bit: byte >= 'A'
-        const uint64_t above_z = low7 + kOnes * (0x80 - 'Z' - 1);     // high bit: byte > 'Z'
-        const uint64_t upper = above_at & ~above_z & ~w & kHigh;      // 'A'..'Z', ASCII only
-        w |= upper >> 2;                                              // 0x80 >> 2 == 0x20
+        const uint64_t above_at = low7 + kOnes * (0x80 - 'A');     // high bit: byte >= 'A'
+        const uint64_t above_z = low7 + kOnes * (0x80 - 'Z' - 1);  // high bit: byte > 'Z'
+        const uint64_t upper = above_at & ~above_z & ~w & kHigh;   // 'A'..'Z', ASCII only
+        w |= upper >> 2;                                           // 0x80 >> 2 == 0x20
         std::memcpy(out.bytes + i, &w, 8);
     }
     for (; i < name.size(); ++i) out.bytes[i] = ascii_lower(name[i]);
@@ -143,7 +151,7 @@ std::optional<NameBuffer> name_from_text(std::string_view text) {
         return out;
     }
     if (text.empty()) return std::nullopt;
-    size_t n = 0;           // bytes written to out
+    size_t n = 0;            // bytes written to out
     size_t label_start = 0;  // where the current label's length byte goes
     auto begin_label = [&]() -> bool {
         if (n >= kMaxNameLength) return false;

@@ -15,11 +15,11 @@ namespace nscache::dns {
 namespace {
 
 constexpr std::pair<uint16_t, const char*> kTypes[] = {
-    {1, "A"},       {2, "NS"},      {5, "CNAME"},   {6, "SOA"},    {12, "PTR"},
-    {13, "HINFO"},  {15, "MX"},     {16, "TXT"},    {28, "AAAA"},  {33, "SRV"},
-    {35, "NAPTR"},  {39, "DNAME"},  {41, "OPT"},    {43, "DS"},    {46, "RRSIG"},
-    {47, "NSEC"},   {48, "DNSKEY"}, {50, "NSEC3"},  {52, "TLSA"},  {64, "SVCB"},
-    {65, "HTTPS"},  {99, "SPF"},    {252, "AXFR"},  {255, "ANY"},  {257, "CAA"},
+    {1, "A"},      {2, "NS"},      {5, "CNAME"},  {6, "SOA"},   {12, "PTR"},
+    {13, "HINFO"}, {15, "MX"},     {16, "TXT"},   {28, "AAAA"}, {33, "SRV"},
+    {35, "NAPTR"}, {39, "DNAME"},  {41, "OPT"},   {43, "DS"},   {46, "RRSIG"},
+    {47, "NSEC"},  {48, "DNSKEY"}, {50, "NSEC3"}, {52, "TLSA"}, {64, "SVCB"},
+    {65, "HTTPS"}, {99, "SPF"},    {252, "AXFR"}, {255, "ANY"}, {257, "CAA"},
 };
 
 std::string upper(std::string_view text) {
@@ -98,15 +98,17 @@ std::string rdata_to_text(Bytes msg, const RecordView& rr) {
             size_t after_rname = 0;
             std::string text = name_at(msg, rr.rdata_offset, &after_mname);
             text += " " + name_at(msg, after_mname, &after_rname);
-            for (int i = 0; i < 5; ++i) text += " " + std::to_string(read_u32(&msg[after_rname + 4 * i]));
+            for (int i = 0; i < 5; ++i)
+                text += " " + std::to_string(read_u32(&msg[after_rname + 4 * i]));
             return text;
         }
         case rtype::TXT:
             return character_strings(rdata);
         case rtype::SRV:
             if (rdata.size() < 7) break;
-            return std::to_string(read_u16(rdata.data())) + " " + std::to_string(read_u16(rdata.data() + 2)) +
-                   " " + std::to_string(read_u16(rdata.data() + 4)) + " " +
+            return std::to_string(read_u16(rdata.data())) + " " +
+                   std::to_string(read_u16(rdata.data() + 2)) + " " +
+                   std::to_string(read_u16(rdata.data() + 4)) + " " +
                    name_at(msg, rr.rdata_offset + 6);
         default:
             break;
@@ -141,11 +143,16 @@ std::string type_to_text(uint16_t type) {
 
 std::string class_to_text(uint16_t rclass) {
     switch (rclass) {
-        case 1: return "IN";
-        case 3: return "CH";
-        case 4: return "HS";
-        case 255: return "ANY";
-        default: return "CLASS" + std::to_string(rclass);
+        case 1:
+            return "IN";
+        case 3:
+            return "CH";
+        case 4:
+            return "HS";
+        case 255:
+            return "ANY";
+        default:
+            return "CLASS" + std::to_string(rclass);
     }
 }
 
@@ -162,18 +169,18 @@ std::string message_to_text(Bytes msg) {
     if (msg.size() < kHeaderSize) return ";; message too short\n";
     const Header h = read_header(msg);
     std::string out = ";; ->>HEADER<<- opcode: " + std::to_string(h.opcode()) +
-                      ", status: " + rcode_to_text(h.rcode()) + ", id: " + std::to_string(h.id) + "\n";
+                      ", status: " + rcode_to_text(h.rcode()) + ", id: " + std::to_string(h.id) +
+                      "\n";
     out += ";; flags:";
-    constexpr std::pair<uint16_t, const char*> kFlags[] = {{flag::QR, "qr"}, {flag::AA, "aa"},
-                                                           {flag::TC, "tc"}, {flag::RD, "rd"},
-                                                           {flag::RA, "ra"}, {flag::AD, "ad"},
-                                                           {flag::CD, "cd"}};
+    constexpr std::pair<uint16_t, const char*> kFlags[] = {
+        {flag::QR, "qr"}, {flag::AA, "aa"}, {flag::TC, "tc"}, {flag::RD, "rd"},
+        {flag::RA, "ra"}, {flag::AD, "ad"}, {flag::CD, "cd"}};
     for (const auto& [bit, name] : kFlags) {
         if (h.has(bit)) out += std::string(" ") + name;
     }
     out += "; QUERY: " + std::to_string(h.qdcount) + ", ANSWER: " + std::to_string(h.ancount) +
-           ", AUTHORITY: " + std::to_string(h.nscount) + ", ADDITIONAL: " + std::to_string(h.arcount) +
-           "\n";
+           ", AUTHORITY: " + std::to_string(h.nscount) +
+           ", ADDITIONAL: " + std::to_string(h.arcount) + "\n";
     size_t offset = kHeaderSize;
     if (h.qdcount > 0) out += "\n;; QUESTION SECTION:\n";
     for (uint16_t i = 0; i < h.qdcount; ++i) {

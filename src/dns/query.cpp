@@ -70,8 +70,8 @@ void write_opt_record(uint8_t* out, uint16_t udp_size, bool do_bit, uint16_t ext
     out[0] = 0;  // root owner
     write_u16(out + 1, rtype::OPT);
     write_u16(out + 3, udp_size);
-    const uint32_t ttl = uint32_t{static_cast<uint8_t>(extended_rcode >> 4)} << 24 |
-                         (do_bit ? kEdnsDoBit : 0);
+    const uint32_t ttl =
+        uint32_t{static_cast<uint8_t>(extended_rcode >> 4)} << 24 | (do_bit ? kEdnsDoBit : 0);
     write_u32(out + 5, ttl);
     write_u16(out + 9, 0);
 }
@@ -81,8 +81,8 @@ size_t write_error_answer(const ParsedQuery& parsed, uint16_t extended_rcode,
     const Query& q = parsed.query;
     Header h;
     h.id = q.header.id;
-    h.flags = static_cast<uint16_t>(flag::QR | (q.header.flags & (flag::OpcodeMask | flag::RD |
-                                                                  flag::CD)) |
+    h.flags = static_cast<uint16_t>(flag::QR |
+                                    (q.header.flags & (flag::OpcodeMask | flag::RD | flag::CD)) |
                                     flag::RA | (extended_rcode & flag::RcodeMask));
     size_t n = kHeaderSize;
     if (parsed.question_valid) {

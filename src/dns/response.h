@@ -42,11 +42,11 @@ struct ScannedRecord {
 // The structure of a whole response, every record checked.
 struct ScannedResponse {
     Header header;
-    size_t records_offset = 0;   // just after the question
-    size_t records_end = 0;      // end of the last record that is not the OPT
+    size_t records_offset = 0;  // just after the question
+    size_t records_end = 0;     // end of the last record that is not the OPT
     bool has_opt = false;
-    bool opt_is_last = true;     // the OPT is the message's last record
-    uint16_t extended_rcode = 0;  // RCODE with the OPT's high bits
+    bool opt_is_last = true;             // the OPT is the message's last record
+    uint16_t extended_rcode = 0;         // RCODE with the OPT's high bits
     std::vector<ScannedRecord> records;  // every record but the OPT, in message order
     std::vector<size_t> ttl_fields;      // every record's TTL offset, the OPT's included
 };

@@ -62,7 +62,9 @@ inline constexpr uint16_t RcodeMask = 0x000F;
 }  // namespace flag
 inline constexpr uint32_t kEdnsDoBit = 0x8000;  // in the OPT TTL's low 16 bits
 
-inline uint16_t read_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+inline uint16_t read_u16(const uint8_t* p) {
+    return static_cast<uint16_t>(p[0] << 8 | p[1]);
+}
 inline uint32_t read_u32(const uint8_t* p) {
     return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
 }
@@ -77,7 +79,9 @@ inline void write_u32(uint8_t* p, uint32_t v) {
     p[3] = static_cast<uint8_t>(v);
 }
 
-inline uint8_t ascii_lower(uint8_t c) { return (c >= 'A' && c <= 'Z') ? c + ('a' - 'A') : c; }
+inline uint8_t ascii_lower(uint8_t c) {
+    return (c >= 'A' && c <= 'Z') ? c + ('a' - 'A') : c;
+}
 
 // Header fields, decoded. Valid only after the caller checked size >= kHeaderSize.
 struct Header {

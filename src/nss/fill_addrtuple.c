@@ -23,7 +23,8 @@ enum nss_status nss_fill_addrtuple(const struct nss_payload* p, const char* fall
     const size_t align = alignof(struct gaih_addrtuple);
     const size_t pad = (align - (uintptr_t)buf % align) % align;
     const size_t tuples = (total - given) * sizeof(struct gaih_addrtuple);
-    if (buflen < pad || buflen - pad < tuples + name_len + 1) return nss_fill_erange(errnop, h_errnop);
+    if (buflen < pad || buflen - pad < tuples + name_len + 1)
+        return nss_fill_erange(errnop, h_errnop);
 
     struct gaih_addrtuple* mine = (struct gaih_addrtuple*)(void*)(buf + pad);
     char* name_copy = buf + pad + tuples;

@@ -10,16 +10,16 @@
 
 static enum nss_outcome outcome_of(struct nss_answer* a, int op, int family) {
     switch (a->reply.status) {
-    case NSCACHE_NSS_FOUND:
-        break;
-    case NSCACHE_NSS_NOTFOUND:
-        return NSS_OUT_NOTFOUND;
-    case NSCACHE_NSS_NODATA:
-        return NSS_OUT_NODATA;
-    case NSCACHE_NSS_TRYAGAIN:
-        return NSS_OUT_SERVFAIL;
-    default:
-        return NSS_OUT_BAD;
+        case NSCACHE_NSS_FOUND:
+            break;
+        case NSCACHE_NSS_NOTFOUND:
+            return NSS_OUT_NOTFOUND;
+        case NSCACHE_NSS_NODATA:
+            return NSS_OUT_NODATA;
+        case NSCACHE_NSS_TRYAGAIN:
+            return NSS_OUT_SERVFAIL;
+        default:
+            return NSS_OUT_BAD;
     }
     if (!nss_payload_parse(a->reply.payload, a->reply.payload_len, &a->payload)) return NSS_OUT_BAD;
     const struct nss_payload* p = &a->payload;
@@ -31,8 +31,8 @@ static enum nss_outcome outcome_of(struct nss_answer* a, int op, int family) {
     return usable > 0 ? NSS_OUT_FOUND : NSS_OUT_NODATA;
 }
 
-static enum nss_outcome ask(int op, int family, const uint8_t* data, size_t len, int64_t* deadline_ms,
-                            struct nss_answer* a) {
+static enum nss_outcome ask(int op, int family, const uint8_t* data, size_t len,
+                            int64_t* deadline_ms, struct nss_answer* a) {
     nss_reply_release(&a->reply);
     nss_reply_init(&a->reply);
     uint8_t key[NSCACHE_MAP_KEY_MAX];
@@ -41,13 +41,13 @@ static enum nss_outcome ask(int op, int family, const uint8_t* data, size_t len,
 
     if (*deadline_ms == 0) *deadline_ms = nss_now_ms() + NSS_DAEMON_TIMEOUT_MS;
     switch (nss_socket_ask(op, family, data, len, *deadline_ms, &a->reply)) {
-    case NSS_ASK_OK:
-        nss_map_check_replaced();
-        return outcome_of(a, op, family);
-    case NSS_ASK_DOWN:
-        return NSS_OUT_DOWN;
-    default:
-        return NSS_OUT_FAILED;
+        case NSS_ASK_OK:
+            nss_map_check_replaced();
+            return outcome_of(a, op, family);
+        case NSS_ASK_DOWN:
+            return NSS_OUT_DOWN;
+        default:
+            return NSS_OUT_FAILED;
     }
 }
 

@@ -39,28 +39,28 @@ static enum nss_outcome ask_name(const char* name, size_t len, void* ctx) {
 /* Everything but FOUND, as a status with errno and h_errno. */
 static enum nss_status failure(enum nss_outcome o, int saved_errno, int* errnop, int* h_errnop) {
     switch (o) {
-    case NSS_OUT_NOTFOUND:
-        *errnop = ENOENT;
-        *h_errnop = HOST_NOT_FOUND;
-        return NSS_STATUS_NOTFOUND;
-    case NSS_OUT_NODATA:
-        *errnop = ENOENT;
-        *h_errnop = NO_DATA;
-        return NSS_STATUS_NOTFOUND;
-    case NSS_OUT_SERVFAIL:
-    case NSS_OUT_FAILED:
-        *errnop = EAGAIN;
-        *h_errnop = TRY_AGAIN;
-        return NSS_STATUS_TRYAGAIN;
-    case NSS_OUT_DOWN:
-        /* No daemon: UNAVAIL at once, so "dns" after us in nsswitch.conf answers. */
-        *errnop = saved_errno != 0 ? saved_errno : ECONNREFUSED;
-        *h_errnop = NO_RECOVERY;
-        return NSS_STATUS_UNAVAIL;
-    default:
-        *errnop = EBADMSG;
-        *h_errnop = NO_RECOVERY;
-        return NSS_STATUS_UNAVAIL;
+        case NSS_OUT_NOTFOUND:
+            *errnop = ENOENT;
+            *h_errnop = HOST_NOT_FOUND;
+            return NSS_STATUS_NOTFOUND;
+        case NSS_OUT_NODATA:
+            *errnop = ENOENT;
+            *h_errnop = NO_DATA;
+            return NSS_STATUS_NOTFOUND;
+        case NSS_OUT_SERVFAIL:
+        case NSS_OUT_FAILED:
+            *errnop = EAGAIN;
+            *h_errnop = TRY_AGAIN;
+            return NSS_STATUS_TRYAGAIN;
+        case NSS_OUT_DOWN:
+            /* No daemon: UNAVAIL at once, so "dns" after us in nsswitch.conf answers. */
+            *errnop = saved_errno != 0 ? saved_errno : ECONNREFUSED;
+            *h_errnop = NO_RECOVERY;
+            return NSS_STATUS_UNAVAIL;
+        default:
+            *errnop = EBADMSG;
+            *h_errnop = NO_RECOVERY;
+            return NSS_STATUS_UNAVAIL;
     }
 }
 
@@ -124,9 +124,8 @@ enum nss_status _nss_nscache_gethostbyname2_r(const char* name, int af, struct h
                                          NULL);
 }
 
-enum nss_status _nss_nscache_gethostbyname_r(const char* name, struct hostent* result,
-                                             char* buffer, size_t buflen, int* errnop,
-                                             int* h_errnop) {
+enum nss_status _nss_nscache_gethostbyname_r(const char* name, struct hostent* result, char* buffer,
+                                             size_t buflen, int* errnop, int* h_errnop) {
     /* glibc dropped RES_USE_INET6 in 2.26: plain gethostbyname is IPv4. */
     return _nss_nscache_gethostbyname3_r(name, AF_INET, result, buffer, buflen, errnop, h_errnop,
                                          NULL, NULL);

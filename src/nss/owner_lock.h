@@ -16,9 +16,12 @@ static inline bool owner_lock_try(int* word) {
     if (__atomic_compare_exchange_n(word, &seen, self, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
         return true;
     if (seen == self) return false;
-    return __atomic_compare_exchange_n(word, &seen, self, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+    return __atomic_compare_exchange_n(word, &seen, self, false, __ATOMIC_ACQUIRE,
+                                       __ATOMIC_RELAXED);
 }
 
-static inline void owner_lock_release(int* word) { __atomic_store_n(word, 0, __ATOMIC_RELEASE); }
+static inline void owner_lock_release(int* word) {
+    __atomic_store_n(word, 0, __ATOMIC_RELEASE);
+}
 
 #endif

@@ -38,8 +38,8 @@ bool nss_name_ok(const char* name, size_t len) {
     if (len == 0 || len > 253) return false;
     for (size_t i = 0; i < len; ++i) {
         const unsigned char c = (unsigned char)name[i];
-        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                        c == '-' || c == '_' || c == '.';
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                        (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
         if (!ok) return false;
     }
     return true;

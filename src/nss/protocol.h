@@ -94,13 +94,13 @@ struct nscache_map_header {
 };
 
 struct nscache_map_slot {
-    uint32_t seq;          /* seqlock: odd while the daemon writes the slot */
-    uint32_t generation;   /* the header's generation when written */
+    uint32_t seq;        /* seqlock: odd while the daemon writes the slot */
+    uint32_t generation; /* the header's generation when written */
     uint64_t key_hash;
-    int64_t expires_ms;    /* CLOCK_MONOTONIC, milliseconds */
+    int64_t expires_ms; /* CLOCK_MONOTONIC, milliseconds */
     uint16_t key_len;
-    uint16_t status;       /* enum nscache_nss_status */
-    uint32_t ttl;          /* as published, for the reader's convenience */
+    uint16_t status; /* enum nscache_nss_status */
+    uint32_t ttl;    /* as published, for the reader's convenience */
     uint32_t payload_len;
     uint32_t reserved;
     /* then key_len key bytes, then payload_len payload bytes, within the slot */

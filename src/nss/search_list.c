@@ -119,8 +119,8 @@ static bool host_alias(const char* name, char* out, size_t out_size) {
 }
 
 /* Asks name (plus "." domain, if any) with the trailing dot stripped. */
-static enum nss_outcome ask_joined(const char* name, size_t len, const char* domain,
-                                   nss_ask_fn ask, void* ctx) {
+static enum nss_outcome ask_joined(const char* name, size_t len, const char* domain, nss_ask_fn ask,
+                                   void* ctx) {
     char full[NAME_MAX_TEXT + 2];
     while (len > 0 && name[len - 1] == '.') --len;
     size_t n = len;
@@ -151,7 +151,8 @@ enum nss_outcome nss_search(const char* name, nss_ask_fn ask, void* ctx) {
 
     if (dots == 0 && (c->options & RES_NOALIASES) == 0) {
         char alias[NAME_MAX_TEXT + 1];
-        if (host_alias(name, alias, sizeof alias)) return ask_joined(alias, strlen(alias), NULL, ask, ctx);
+        if (host_alias(name, alias, sizeof alias))
+            return ask_joined(alias, strlen(alias), NULL, ask, ctx);
     }
 
     enum nss_outcome saved = NSS_OUT_NOTFOUND;

@@ -14,14 +14,14 @@ namespace nscache::server {
 inline bool is_loopback(const sockaddr* sa) {
     if (sa->sa_family == AF_INET) {
         return (reinterpret_cast<const uint8_t*>(
-                    &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr))[0] == 127;
+                   &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr))[0] == 127;
     }
     const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr;
     return IN6_IS_ADDR_LOOPBACK(&a) || (IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127);
 }
 
 class AccessList {
-public:
+  public:
     explicit AccessList(std::vector<Cidr> allowed) : allowed_(std::move(allowed)) {}
 
     bool allows(const sockaddr* client) const {
@@ -31,7 +31,7 @@ public:
         return false;
     }
 
-private:
+  private:
     std::vector<Cidr> allowed_;
 };
 

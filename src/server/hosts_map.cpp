@@ -14,14 +14,22 @@
 namespace nscache::server {
 namespace {
 
-nscache_map_header* header_of(void* base) { return static_cast<nscache_map_header*>(base); }
+nscache_map_header* header_of(void* base) {
+    return static_cast<nscache_map_header*>(base);
+}
 
-uint32_t load_acquire(const uint32_t& v) { return __atomic_load_n(&v, __ATOMIC_ACQUIRE); }
-void store_release(uint32_t& v, uint32_t x) { __atomic_store_n(&v, x, __ATOMIC_RELEASE); }
+uint32_t load_acquire(const uint32_t& v) {
+    return __atomic_load_n(&v, __ATOMIC_ACQUIRE);
+}
+void store_release(uint32_t& v, uint32_t x) {
+    __atomic_store_n(&v, x, __ATOMIC_RELEASE);
+}
 
 }  // namespace
 
-HostsMap::~HostsMap() { close(); }
+HostsMap::~HostsMap() {
+    close();
+}
 
 std::optional<std::string> HostsMap::create(const std::string& path, uint32_t slots) {
     path_ = path;

@@ -16,7 +16,7 @@
 namespace nscache::server {
 
 class HostsMap {
-public:
+  public:
     static constexpr uint32_t kDefaultSlots = 16384;  // 16 MiB of 1 KiB slots
 
     HostsMap() = default;
@@ -38,7 +38,7 @@ public:
     // Marks the map closed and removes the file.
     void close();
 
-private:
+  private:
     nscache_map_slot* slot(uint32_t index) const;
 
     std::string path_;

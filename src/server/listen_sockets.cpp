@@ -59,7 +59,9 @@ uint16_t bound_port(int fd) {
     return SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&ss), len).port();
 }
 
-const char* type_name(int type) { return type == SOCK_DGRAM ? "udp" : "tcp"; }
+const char* type_name(int type) {
+    return type == SOCK_DGRAM ? "udp" : "tcp";
+}
 
 // Chooses a port free for both UDP and TCP when the config says port 0.
 std::optional<std::string> resolve_port_zero(SocketAddress& address) {

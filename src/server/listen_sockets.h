@@ -13,9 +13,9 @@
 namespace nscache::server {
 
 struct ListenSockets {
-    std::vector<SocketAddress> addresses;   // as bound: port 0 replaced by the real port
-    std::vector<std::vector<int>> udp;      // [worker][address]
-    std::vector<std::vector<int>> tcp;      // [worker][address]
+    std::vector<SocketAddress> addresses;  // as bound: port 0 replaced by the real port
+    std::vector<std::vector<int>> udp;     // [worker][address]
+    std::vector<std::vector<int>> tcp;     // [worker][address]
 
     void close_all();
 };

@@ -20,7 +20,8 @@ std::string text_without_dot(dns::Bytes wire_name) {
 
 void put_u16(std::vector<uint8_t>& out, size_t v) {
     const auto x = static_cast<uint16_t>(v);
-    out.insert(out.end(), reinterpret_cast<const uint8_t*>(&x), reinterpret_cast<const uint8_t*>(&x) + 2);
+    out.insert(out.end(), reinterpret_cast<const uint8_t*>(&x),
+               reinterpret_cast<const uint8_t*>(&x) + 2);
 }
 
 void put_string(std::vector<uint8_t>& out, const std::string& s) {
@@ -87,7 +88,8 @@ HostsResult hosts_result_from_answer(dns::Bytes msg, dns::Bytes qname, uint16_t 
     }
     r.canonical = text_without_dot(current.view());
     for (const Rr& rr : answers) {
-        if (!dns::names_equal_ci(rr.owner.view(), current.view()) || rr.view.type != qtype) continue;
+        if (!dns::names_equal_ci(rr.owner.view(), current.view()) || rr.view.type != qtype)
+            continue;
         if (qtype == dns::rtype::A && rr.view.rdlength == 4) {
             std::array<uint8_t, 4> a;
             std::memcpy(a.data(), &msg[rr.view.rdata_offset], 4);
@@ -113,7 +115,7 @@ HostsResult hosts_result_from_answer(dns::Bytes msg, dns::Bytes qname, uint16_t 
         r.status = NSCACHE_NSS_FOUND;
     } else {
         r.status = rcode == static_cast<uint8_t>(dns::Rcode::NxDomain) ? NSCACHE_NSS_NOTFOUND
-                                                                     : NSCACHE_NSS_NODATA;
+                                                                       : NSCACHE_NSS_NODATA;
         // Without an SOA the negative answer may not be kept (RFC 2308 §5).
         ttl = std::min(ttl, have_soa ? negative_ttl : 0u);
     }

@@ -16,8 +16,8 @@ namespace nscache::server {
 struct HostsResult {
     uint16_t status = NSCACHE_NSS_TRYAGAIN;  // enum nscache_nss_status
     uint32_t ttl = 0;
-    std::string canonical;              // text, no trailing dot
-    std::vector<std::string> aliases;   // CNAME owners before the canonical name, or PTR names
+    std::string canonical;             // text, no trailing dot
+    std::vector<std::string> aliases;  // CNAME owners before the canonical name, or PTR names
     std::vector<std::array<uint8_t, 4>> ipv4;
     std::vector<std::array<uint8_t, 16>> ipv6;
 };

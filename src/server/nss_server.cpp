@@ -46,13 +46,15 @@ struct SyntheticQuery {
     }
 };
 
-uint64_t connection_id(uint32_t slot, uint32_t generation) { return uint64_t{generation} << 32 | slot; }
+uint64_t connection_id(uint32_t slot, uint32_t generation) {
+    return uint64_t{generation} << 32 | slot;
+}
 
 }  // namespace
 
 // One client of the NSS socket: reads one request, waits for its answer, writes it, closes.
 class NssConnection final : public EventHandler {
-public:
+  public:
     NssConnection(NssServer& server, EventLoop& loop, int fd, uint64_t id)
         : server_(server), loop_(loop), fd_(fd), id_(id) {}
     ~NssConnection() {
@@ -94,7 +96,7 @@ public:
         write_out();
     }
 
-private:
+  private:
     void read_in() {
         uint8_t buffer[2048];
         const ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
@@ -119,13 +121,14 @@ private:
             return;
         }
         loop_.modify(registration_, 0);  // nothing more to read; the answer re-arms
-        server_.on_request(*this, header, std::span<const uint8_t>(in_.data() + sizeof header,
-                                                                   header.data_len));
+        server_.on_request(*this, header,
+                           std::span<const uint8_t>(in_.data() + sizeof header, header.data_len));
     }
 
     void write_out() {
         while (offset_ < out_.size()) {
-            const ssize_t n = ::send(fd_, out_.data() + offset_, out_.size() - offset_, MSG_NOSIGNAL);
+            const ssize_t n =
+                ::send(fd_, out_.data() + offset_, out_.size() - offset_, MSG_NOSIGNAL);
             if (n < 0 && errno == EINTR) continue;
             if (n < 0 && errno == EAGAIN) {
                 loop_.modify(registration_, EPOLLOUT);
@@ -160,11 +163,11 @@ private:
 };
 
 class NssServer::Acceptor final : public EventHandler {
-public:
+  public:
     explicit Acceptor(NssServer& server) : server_(server) {}
     void on_event(uint32_t) override { server_.accept_connections(); }
 
-private:
+  private:
     NssServer& server_;
 };
 
@@ -331,8 +334,8 @@ void NssServer::lookup_part(uint32_t slot, size_t part) {
     const SyntheticQuery synthetic(question.name.view(), question.qtype);
     const dns::Query q = synthetic.query();
     const cache::RenderLimits limits{kMaxAnswer, 1232};
-    const auto hit = shared_.cache.lookup(question.cache_key(), q, loop_.now_ms(), limits,
-                                          scratch_, false);
+    const auto hit =
+        shared_.cache.lookup(question.cache_key(), q, loop_.now_ms(), limits, scratch_, false);
     if (hit.freshness == cache::Freshness::Fresh) {
         part_done(slot, part, std::span<const uint8_t>(scratch_.data(), hit.length));
         return;
@@ -347,7 +350,8 @@ void NssServer::deliver(uint64_t cookie, const upstream::ResolveOutcome& outcome
     const size_t part = cookie & 1;
     if (slot >= requests_.size()) return;
     Request& r = requests_[slot];
-    if (!r.in_use || r.generation != static_cast<uint32_t>(cookie >> 32) || part >= r.parts.size()) {
+    if (!r.in_use || r.generation != static_cast<uint32_t>(cookie >> 32) ||
+        part >= r.parts.size()) {
         return;
     }
     size_t length = 0;
@@ -363,9 +367,8 @@ void NssServer::deliver(uint64_t cookie, const upstream::ResolveOutcome& outcome
 void NssServer::part_done(uint32_t slot, size_t part, std::span<const uint8_t> answer) {
     Request& r = requests_[slot];
     r.parts[part].done = true;
-    r.parts[part].result =
-        hosts_result_from_answer(dns::Bytes(answer.data(), answer.size()), r.question.name.view(),
-                                 r.parts[part].qtype);
+    r.parts[part].result = hosts_result_from_answer(dns::Bytes(answer.data(), answer.size()),
+                                                    r.question.name.view(), r.parts[part].qtype);
     for (const Part& p : r.parts) {
         if (!p.done) return;
     }
@@ -374,8 +377,9 @@ void NssServer::part_done(uint32_t slot, size_t part, std::span<const uint8_t> a
 
 void NssServer::finish(uint32_t slot) {
     Request& r = requests_[slot];
-    const HostsResult result =
-        r.parts.size() == 2 ? combine_results(r.parts[0].result, r.parts[1].result) : r.parts[0].result;
+    const HostsResult result = r.parts.size() == 2
+                                   ? combine_results(r.parts[0].result, r.parts[1].result)
+                                   : r.parts[0].result;
     const std::vector<uint8_t> payload = encode_payload(result);
     map_.publish(r.key, result.status, result.ttl, payload, static_cast<int64_t>(loop_.now_ms()));
     const auto connection_slot = static_cast<uint32_t>(r.connection_id);

@@ -29,7 +29,7 @@ struct NssOptions {
 class NssConnection;
 
 class NssServer final : public upstream::CompletionSink {
-public:
+  public:
     // `worker_index` is this thread's index among those the resolver can deliver to.
     NssServer(ServerShared& shared, WorkerCounters& counters, uint32_t worker_index,
               NssOptions options);
@@ -50,7 +50,7 @@ public:
                     std::span<const uint8_t> data);
     void release(NssConnection* connection);
 
-private:
+  private:
     struct Part {
         uint16_t qtype = 0;
         bool done = false;
@@ -60,9 +60,9 @@ private:
         uint64_t connection_id = 0;
         uint16_t op = 0;
         int32_t family = 0;
-        std::vector<uint8_t> key;        // map key (nss/protocol.h)
-        upstream::Question question;     // the name asked in DNS form (qtype set per part)
-        std::vector<Part> parts;         // A, AAAA or PTR
+        std::vector<uint8_t> key;     // map key (nss/protocol.h)
+        upstream::Question question;  // the name asked in DNS form (qtype set per part)
+        std::vector<Part> parts;      // A, AAAA or PTR
         uint32_t generation = 0;
         bool in_use = false;
     };

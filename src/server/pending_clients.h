@@ -20,9 +20,9 @@ enum class Transport : uint8_t { Udp, Tcp };
 
 struct PendingClient {
     Transport transport = Transport::Udp;
-    uint16_t udp_socket = 0;   // index of the worker's UDP socket the query came in on
+    uint16_t udp_socket = 0;  // index of the worker's UDP socket the query came in on
     uint64_t tcp_connection = 0;
-    sockaddr_in6 peer{};       // large enough for IPv4 and IPv6
+    sockaddr_in6 peer{};  // large enough for IPv4 and IPv6
     socklen_t peer_len = 0;
 
     dns::Header header;
@@ -46,7 +46,7 @@ struct PendingClient {
 };
 
 class PendingClients {
-public:
+  public:
     static constexpr size_t kMaxPending = 16384;
 
     // nullptr when full.
@@ -86,7 +86,7 @@ public:
         free_.push_back(slot);
     }
 
-private:
+  private:
     struct Slot {
         PendingClient client;
         uint32_t generation = 0;

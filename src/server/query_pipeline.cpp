@@ -13,7 +13,9 @@ using dns::Rcode;
 
 constexpr size_t kTcpMaxAnswer = 65535;
 
-constexpr uint16_t rc(Rcode r) { return static_cast<uint16_t>(r); }
+constexpr uint16_t rc(Rcode r) {
+    return static_cast<uint16_t>(r);
+}
 
 upstream::Question question_of(const dns::Query& q) {
     upstream::Question question;
@@ -61,11 +63,20 @@ cache::RenderLimits QueryPipeline::limits_for(Transport transport, const dns::Qu
 size_t QueryPipeline::error_answer(const dns::ParsedQuery& parsed, uint16_t rcode,
                                    std::span<uint8_t> out) {
     switch (rcode) {
-        case rc(Rcode::FormErr): bump(counters_.answers_formerr); break;
-        case rc(Rcode::ServFail): bump(counters_.answers_servfail); break;
-        case rc(Rcode::NotImp): bump(counters_.answers_notimp); break;
-        case rc(Rcode::Refused): bump(counters_.answers_refused); break;
-        default: break;
+        case rc(Rcode::FormErr):
+            bump(counters_.answers_formerr);
+            break;
+        case rc(Rcode::ServFail):
+            bump(counters_.answers_servfail);
+            break;
+        case rc(Rcode::NotImp):
+            bump(counters_.answers_notimp);
+            break;
+        case rc(Rcode::Refused):
+            bump(counters_.answers_refused);
+            break;
+        default:
+            break;
     }
     return dns::write_error_answer(parsed, rcode, out);
 }
@@ -76,11 +87,16 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
     bump(origin.transport == Transport::Udp ? counters_.queries_udp : counters_.queries_tcp);
     const dns::ParsedQuery parsed = dns::parse_query(msg);
     switch (parsed.verdict) {
-        case QueryVerdict::Ignore: return {};
-        case QueryVerdict::FormErr: return {error_answer(parsed, rc(Rcode::FormErr), out)};
-        case QueryVerdict::NotImp: return {error_answer(parsed, rc(Rcode::NotImp), out)};
-        case QueryVerdict::BadVers: return {error_answer(parsed, dns::kRcodeBadVers, out)};
-        case QueryVerdict::Ok: break;
+        case QueryVerdict::Ignore:
+            return {};
+        case QueryVerdict::FormErr:
+            return {error_answer(parsed, rc(Rcode::FormErr), out)};
+        case QueryVerdict::NotImp:
+            return {error_answer(parsed, rc(Rcode::NotImp), out)};
+        case QueryVerdict::BadVers:
+            return {error_answer(parsed, dns::kRcodeBadVers, out)};
+        case QueryVerdict::Ok:
+            break;
     }
     if (!shared_.access.allows(origin.peer)) {
         return {error_answer(parsed, rc(Rcode::Refused), out)};
@@ -144,9 +160,8 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
     client->question_len = static_cast<uint16_t>(q.question.size());
     client->upstream_question = question;
     if (stale_available) {
-        client->stale_timer = loop_.add_timer(now + config_.stale_answer_timeout_ms, [this, cookie] {
-            on_stale_timer(cookie);
-        });
+        client->stale_timer = loop_.add_timer(now + config_.stale_answer_timeout_ms,
+                                              [this, cookie] { on_stale_timer(cookie); });
     }
     if (!resolver_.resolve(question, cookie)) {
         loop_.cancel_timer(client->stale_timer);

@@ -27,10 +27,10 @@ struct ClientOrigin {
 
 // Sends an answer that was not ready when the query came in.
 class ReplySender {
-public:
+  public:
     virtual void send_reply(const PendingClient& client, std::span<const uint8_t> reply) = 0;
 
-protected:
+  protected:
     ~ReplySender() = default;
 };
 
@@ -40,7 +40,7 @@ struct HandleResult {
 };
 
 class QueryPipeline final : public upstream::CompletionSink {
-public:
+  public:
     QueryPipeline(ServerShared& shared, EventLoop& loop, upstream::Resolver& resolver,
                   WorkerCounters& counters, ReplySender& sender);
 
@@ -50,7 +50,7 @@ public:
 
     void deliver(uint64_t cookie, const upstream::ResolveOutcome& outcome) override;
 
-private:
+  private:
     size_t error_answer(const dns::ParsedQuery& parsed, uint16_t rcode, std::span<uint8_t> out);
     cache::RenderLimits limits_for(Transport transport, const dns::Query& q) const;
     void on_stale_timer(uint64_t cookie);

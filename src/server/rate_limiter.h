@@ -18,14 +18,14 @@
 namespace nscache::server {
 
 class RateLimiter {
-public:
+  public:
     // `rate` queries per second per prefix, bursts of `burst` (0: same as rate).
     RateLimiter(uint32_t rate, uint32_t burst, size_t slots = 1 << 16);
 
     // True when the query may go on; false when it is over the limit.
     bool allow(const sockaddr* client, uint64_t now_ms);
 
-private:
+  private:
     struct Bucket {
         uint64_t prefix_hash = 0;  // 0: empty
         uint64_t last_ms = 0;

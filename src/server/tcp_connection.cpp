@@ -90,7 +90,8 @@ void TcpConnection::read_queries() {
         in_length_ += static_cast<size_t>(n);
         last_activity_ms_ = loop_.now_ms();
         process_buffer();
-        if (pending_ >= kMaxPendingPerConnection || out_.size() - out_offset_ > kMaxUnsentBytes) break;
+        if (pending_ >= kMaxPendingPerConnection || out_.size() - out_offset_ > kMaxUnsentBytes)
+            break;
     }
     if (closed_) return;
     flush();
@@ -116,7 +117,8 @@ void TcpConnection::process_buffer() {
             pipeline_.handle(dns::Bytes(in_.data() + offset + 2, length), origin, answer);
         offset += 2 + length;
         if (result.pending) ++pending_;
-        if (result.reply_length > 0) queue(std::span<const uint8_t>(answer.data(), result.reply_length));
+        if (result.reply_length > 0)
+            queue(std::span<const uint8_t>(answer.data(), result.reply_length));
     }
     if (offset > 0) {
         std::memmove(in_.data(), in_.data() + offset, in_length_ - offset);

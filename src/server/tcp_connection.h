@@ -20,7 +20,7 @@ namespace nscache::server {
 class TcpConnections;
 
 class TcpConnection final : public EventHandler {
-public:
+  public:
     // Queries longer than this are not queries: the connection is closed.
     static constexpr size_t kMaxQueryLength = 4096;
 
@@ -34,7 +34,7 @@ public:
     // An answer that was pending: queue it and write what the socket takes.
     void send_answer(std::span<const uint8_t> answer);
 
-private:
+  private:
     void read_queries();
     void process_buffer();
     void queue(std::span<const uint8_t> answer);
@@ -69,7 +69,7 @@ private:
 // The connections of one worker, addressed by ids that carry a generation (a pending answer
 // for a connection that has since closed finds nothing).
 class TcpConnections {
-public:
+  public:
     TcpConnections(EventLoop& loop, QueryPipeline& pipeline, std::atomic<uint32_t>& global_count,
                    uint32_t max_connections, uint32_t idle_timeout_ms);
 
@@ -80,7 +80,7 @@ public:
     void release(uint64_t id);
     void close_all();
 
-private:
+  private:
     struct Slot {
         std::unique_ptr<TcpConnection> connection;
         uint32_t generation = 0;

@@ -34,7 +34,9 @@ UdpSocket::UdpSocket(int fd, uint16_t index, QueryPipeline& pipeline, size_t max
     }
 }
 
-UdpSocket::~UdpSocket() { close(fd_); }
+UdpSocket::~UdpSocket() {
+    close(fd_);
+}
 
 void UdpSocket::on_event(uint32_t) {
     for (int i = 0; i < kMaxBatchesPerEvent; ++i) {
@@ -51,7 +53,8 @@ int UdpSocket::process_batch() {
     for (int i = 0; i < received; ++i) {
         const msghdr& hdr = in_msgs_[i].msg_hdr;
         if (hdr.msg_flags & MSG_TRUNC) continue;  // larger than any sane query: drop it
-        const dns::Bytes query(static_cast<const uint8_t*>(in_iov_[i].iov_base), in_msgs_[i].msg_len);
+        const dns::Bytes query(static_cast<const uint8_t*>(in_iov_[i].iov_base),
+                               in_msgs_[i].msg_len);
         ClientOrigin origin;
         origin.transport = Transport::Udp;
         origin.udp_socket = index_;

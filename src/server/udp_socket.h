@@ -15,7 +15,7 @@
 namespace nscache::server {
 
 class UdpSocket final : public EventHandler {
-public:
+  public:
     UdpSocket(int fd, uint16_t index, QueryPipeline& pipeline, size_t max_answer);
     ~UdpSocket();
 
@@ -23,7 +23,7 @@ public:
     void on_event(uint32_t events) override;
     void send_to(const sockaddr* peer, socklen_t peer_len, std::span<const uint8_t> reply);
 
-private:
+  private:
     static constexpr int kBatch = 32;
     static constexpr size_t kMaxQuery = 4096;
 

@@ -12,7 +12,7 @@ namespace nscache::server {
 
 // Accepts connections on one TCP listening socket of this worker.
 class TcpAcceptor final : public EventHandler {
-public:
+  public:
     TcpAcceptor(int fd, TcpConnections& connections, WorkerCounters& counters)
         : fd_(fd), connections_(connections), counters_(counters) {}
     ~TcpAcceptor() { close(fd_); }
@@ -37,7 +37,7 @@ public:
         }
     }
 
-private:
+  private:
     const int fd_;
     TcpConnections& connections_;
     WorkerCounters& counters_;
@@ -59,7 +59,9 @@ Worker::Worker(uint32_t index, ServerShared& shared, WorkerCounters& counters,
     for (int fd : tcp_fds) acceptors_.push_back(std::make_unique<TcpAcceptor>(fd, tcp_, counters_));
 }
 
-Worker::~Worker() { tcp_.close_all(); }
+Worker::~Worker() {
+    tcp_.close_all();
+}
 
 void Worker::run() {
     EventLoop::Registration ignored;

@@ -21,7 +21,7 @@ namespace nscache::server {
 class TcpAcceptor;
 
 class Worker final : public ReplySender {
-public:
+  public:
     // Takes ownership of the sockets.
     Worker(uint32_t index, ServerShared& shared, WorkerCounters& counters,
            const std::vector<int>& udp_fds, const std::vector<int>& tcp_fds);
@@ -35,7 +35,7 @@ public:
 
     void send_reply(const PendingClient& client, std::span<const uint8_t> reply) override;
 
-private:
+  private:
     EventLoop loop_;
     WorkerCounters& counters_;
     upstream::CompletionQueue queue_;

@@ -21,15 +21,15 @@ struct ResolveOutcome {
 
 // Implemented by the server's worker: answers the client behind `cookie`.
 class CompletionSink {
-public:
+  public:
     virtual void deliver(uint64_t cookie, const ResolveOutcome& outcome) = 0;
 
-protected:
+  protected:
     ~CompletionSink() = default;
 };
 
 class CompletionQueue {
-public:
+  public:
     explicit CompletionQueue(EventLoop& loop) : loop_(loop) {}
 
     // Any thread.
@@ -53,7 +53,7 @@ public:
         draining_.clear();
     }
 
-private:
+  private:
     EventLoop& loop_;
     std::mutex mu_;
     std::vector<std::pair<uint64_t, ResolveOutcome>> items_;

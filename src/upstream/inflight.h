@@ -21,7 +21,7 @@ struct Waiter {
 enum class JoinResult { Leader, Joined, Full };
 
 class InflightTable {
-public:
+  public:
     InflightTable();
 
     // Bounds memory under a flood of one name: waiters past this are turned away (Full).
@@ -35,7 +35,7 @@ public:
     // Removes one waiter (its client was answered some other way, e.g. from a stale entry).
     void leave(const std::string& key, const Waiter& waiter);
 
-private:
+  private:
     static constexpr size_t kShards = 16;
     // Keys are client-chosen names: hashed with a secret seed (no chain flooding).
     struct SeededHash {

@@ -23,7 +23,9 @@ UpstreamProbe::UpstreamProbe(EventLoop& loop, UpstreamSet& upstreams, size_t ind
                              uint16_t edns_size)
     : loop_(loop), upstreams_(upstreams), index_(index), edns_size_(edns_size) {}
 
-UpstreamProbe::~UpstreamProbe() { close_socket(); }
+UpstreamProbe::~UpstreamProbe() {
+    close_socket();
+}
 
 void UpstreamProbe::close_socket() {
     if (fd_ < 0) return;
@@ -54,8 +56,8 @@ void UpstreamProbe::on_event(uint32_t) {
     uint8_t buffer[4096];
     sockaddr_storage from{};
     socklen_t from_len = sizeof from;
-    const ssize_t n = recvfrom(fd_, buffer, sizeof buffer, 0, reinterpret_cast<sockaddr*>(&from),
-                               &from_len);
+    const ssize_t n =
+        recvfrom(fd_, buffer, sizeof buffer, 0, reinterpret_cast<sockaddr*>(&from), &from_len);
     if (n < 0) return;
     const bool from_upstream =
         SocketAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&from), from_len) ==

@@ -11,7 +11,7 @@
 namespace nscache::upstream {
 
 class UpstreamProbe final : public EventHandler {
-public:
+  public:
     UpstreamProbe(EventLoop& loop, UpstreamSet& upstreams, size_t index, uint16_t edns_size);
     ~UpstreamProbe();
 
@@ -19,7 +19,7 @@ public:
     void send();
     void on_event(uint32_t events) override;
 
-private:
+  private:
     void close_socket();
 
     EventLoop& loop_;

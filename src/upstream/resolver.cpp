@@ -23,7 +23,9 @@ Resolver::Resolver(uint32_t worker, EventLoop& loop, ResolverShared& shared, Com
     }
 }
 
-Resolver::~Resolver() { loop_.cancel_timer(probe_timer_); }
+Resolver::~Resolver() {
+    loop_.cancel_timer(probe_timer_);
+}
 
 void Resolver::schedule_probes() {
     probe_timer_ = loop_.add_timer(loop_.now_ms() + kProbeIntervalMs, [this] {
@@ -74,8 +76,8 @@ void Resolver::start(const Question& question, std::string key) {
         }
         return;
     }
-    auto query = std::make_unique<UpstreamQuery>(*this, loop_, shared_, counters_, question,
-                                                 std::move(key));
+    auto query =
+        std::make_unique<UpstreamQuery>(*this, loop_, shared_, counters_, question, std::move(key));
     UpstreamQuery* raw = query.get();
     queries_.emplace(raw, std::move(query));
     raw->start();
@@ -100,4 +102,3 @@ void Resolver::finished(UpstreamQuery* query, std::shared_ptr<const cache::Prepa
 }
 
 }  // namespace nscache::upstream
-

@@ -40,7 +40,7 @@ class UpstreamQuery;
 class UpstreamProbe;
 
 class Resolver {
-public:
+  public:
     // Upstream queries one worker keeps in flight at most; past this, misses get SERVFAIL.
     static constexpr size_t kMaxOutstanding = 4096;
 
@@ -60,7 +60,7 @@ public:
     // Called by an UpstreamQuery when it is done; destroys it.
     void finished(UpstreamQuery* query, std::shared_ptr<const cache::PreparedAnswer> answer);
 
-private:
+  private:
     void start(const Question& question, std::string key);
     void schedule_probes();
 

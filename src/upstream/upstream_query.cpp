@@ -90,7 +90,8 @@ void UpstreamQuery::close_attempts(int answered_by) {
     for (auto& attempt : udp_) {
         if (attempt->fd >= 0 && attempt->upstream != answered_by) {
             bump(counters_.upstream_timeouts);
-            shared_.upstreams.record_timeout(static_cast<size_t>(attempt->upstream), loop_.now_ms());
+            shared_.upstreams.record_timeout(static_cast<size_t>(attempt->upstream),
+                                             loop_.now_ms());
         }
         close_attempt(*attempt);
     }
@@ -156,7 +157,8 @@ std::unique_ptr<UpstreamQuery::UdpAttempt> UpstreamQuery::send_udp(int upstream)
                                                shared_.options.edns_buffer_size, wire);
     // An unconnected socket: the kernel binds it to a random ephemeral port on this first
     // send, and we see (and count) datagrams from any source instead of the kernel hiding them.
-    const ssize_t sent = sendto(attempt->fd, wire, n, 0, server.address.sa(), server.address.length);
+    const ssize_t sent =
+        sendto(attempt->fd, wire, n, 0, server.address.sa(), server.address.length);
     if (sent != static_cast<ssize_t>(n)) {
         close_attempt(*attempt);
         return nullptr;
@@ -219,7 +221,9 @@ void UpstreamQuery::start_tcp(int upstream) {
     arm_timer(2 * shared_.upstreams.attempt_timeout_ms(static_cast<size_t>(upstream)));
 }
 
-void UpstreamQuery::on_event(uint32_t events) { on_tcp_event(events); }
+void UpstreamQuery::on_event(uint32_t events) {
+    on_tcp_event(events);
+}
 
 void UpstreamQuery::on_tcp_event(uint32_t events) {
     auto fail = [this] {
@@ -237,9 +241,9 @@ void UpstreamQuery::on_tcp_event(uint32_t events) {
         }
         tcp_id_ = secure_random_u16();
         uint8_t wire[2 + dns::kMaxUpstreamQuery];
-        const size_t n = dns::write_upstream_query(question_.wire(), tcp_id_,
-                                                   shared_.options.edns_buffer_size,
-                                                   std::span<uint8_t>(wire + 2, sizeof wire - 2));
+        const size_t n =
+            dns::write_upstream_query(question_.wire(), tcp_id_, shared_.options.edns_buffer_size,
+                                      std::span<uint8_t>(wire + 2, sizeof wire - 2));
         dns::write_u16(wire, static_cast<uint16_t>(n));
         // A fresh connection's send buffer takes a few hundred bytes whole.
         if (send(tcp_fd_, wire, n + 2, MSG_NOSIGNAL) != static_cast<ssize_t>(n + 2)) {

@@ -24,7 +24,7 @@ class Resolver;
 struct ResolverShared;
 
 class UpstreamQuery final : public EventHandler {
-public:
+  public:
     UpstreamQuery(Resolver& owner, EventLoop& loop, ResolverShared& shared,
                   WorkerCounters& counters, const Question& question, std::string key);
     ~UpstreamQuery();
@@ -36,7 +36,7 @@ public:
     const Question& question() const { return question_; }
     const std::string& key() const { return key_; }
 
-private:
+  private:
     // One UDP send and its socket.
     struct UdpAttempt final : EventHandler {
         UpstreamQuery* query = nullptr;
@@ -72,7 +72,7 @@ private:
     const std::string key_;
 
     std::vector<std::unique_ptr<UdpAttempt>> udp_;  // open attempts, oldest first
-    uint64_t tried_ = 0;  // bit i: upstream i tried in this round
+    uint64_t tried_ = 0;                            // bit i: upstream i tried in this round
     int attempts_ = 0;
     uint64_t deadline_ms_ = 0;
     EventLoop::TimerHandle timer_ = EventLoop::kNoTimer;

@@ -28,7 +28,8 @@ int UpstreamSet::choose(uint64_t tried, uint64_t now_ms) const {
         const uint64_t idle = now_ms > updated ? now_ms - updated : 0;
         const uint32_t rtt = servers_[i]->srtt_us.load(std::memory_order_relaxed) >>
                              std::min<uint64_t>(idle / kRttDecayMs, 31);
-        const bool better = best < 0 || (best_down && !down) || (down == best_down && rtt < best_rtt);
+        const bool better =
+            best < 0 || (best_down && !down) || (down == best_down && rtt < best_rtt);
         if (better) {
             best = static_cast<int>(i);
             best_down = down;
@@ -82,6 +83,5 @@ void UpstreamSet::record_timeout(size_t i, uint64_t now_ms) {
                     s.address.to_string().c_str(), failures);
     }
 }
-
 
 }  // namespace nscache::upstream

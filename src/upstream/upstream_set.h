@@ -33,7 +33,7 @@ struct UpstreamServer {
 };
 
 class UpstreamSet {
-public:
+  public:
     explicit UpstreamSet(const std::vector<SocketAddress>& addresses);
 
     size_t size() const { return servers_.size(); }
@@ -54,7 +54,7 @@ public:
     void record_answer(size_t i, uint32_t rtt_us, uint64_t now_ms);
     void record_timeout(size_t i, uint64_t now_ms);
 
-private:
+  private:
     std::vector<std::unique_ptr<UpstreamServer>> servers_;
 };
 

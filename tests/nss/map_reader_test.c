@@ -78,7 +78,9 @@ static struct map_file create_map(const char* path, uint32_t slots, mode_t mode)
     return (struct map_file){base, size};
 }
 
-static struct nscache_map_header* header(struct map_file* m) { return (struct nscache_map_header*)m->base; }
+static struct nscache_map_header* header(struct map_file* m) {
+    return (struct nscache_map_header*)m->base;
+}
 
 static uint64_t* slot_words(struct map_file* m, uint32_t i) {
     return (uint64_t*)(void*)(m->base + OFFSET + (size_t)i * NSCACHE_MAP_SLOT_SIZE);
@@ -168,7 +170,8 @@ static void publish(struct map_file* m, int i, uint32_t v, uint32_t generation, 
     head.status = status;
     head.ttl = 10;
     head.payload_len = (uint32_t)plen;
-    const uint32_t idx = nscache_map_slot_index(head.key_hash, header(m)->slot_count) ^ (neighbour ? 1u : 0u);
+    const uint32_t idx =
+        nscache_map_slot_index(head.key_hash, header(m)->slot_count) ^ (neighbour ? 1u : 0u);
     write_slot(m, idx, &head, key, payload, pause);
 }
 
@@ -208,11 +211,13 @@ static uint32_t verify(const struct nss_reply* r, int i, uint32_t min_gen, const
         uint16_t len;
         nss_payload_next_alias(&cur, &a, &len);
         const int k = snprintf(name, sizeof name, "a%u.v%u.test", j, v);
-        CHECK(len == (size_t)k && memcmp(a, name, len) == 0, "%s: alias of another version (torn)", who);
+        CHECK(len == (size_t)k && memcmp(a, name, len) == 0, "%s: alias of another version (torn)",
+              who);
     }
     for (uint32_t j = 0; j < p.addr4_count; ++j) {
         const uint8_t want[4] = {(uint8_t)i, (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)j};
-        CHECK(memcmp(p.addr4 + 4 * j, want, 4) == 0, "%s: IPv4 address of another version (torn)", who);
+        CHECK(memcmp(p.addr4 + 4 * j, want, 4) == 0, "%s: IPv4 address of another version (torn)",
+              who);
     }
     for (uint32_t j = 0; j < p.addr6_count; ++j) {
         CHECK(p.addr6[16 * j] == (uint8_t)i && memcmp(p.addr6 + 16 * j + 1, &v, 4) == 0 &&
@@ -290,7 +295,8 @@ static void functional(const char* dir) {
         small.payload_len = 0;
         write_slot(&m, nscache_map_slot_index(head.key_hash, SLOTS), &small, key, payload, 0);
         /* now corrupt the length in place, as a buggy writer would */
-        uint32_t* plen = (uint32_t*)(void*)((uint8_t*)slot_words(&m, nscache_map_slot_index(head.key_hash, SLOTS)) +
+        uint32_t* plen = (uint32_t*)(void*)((uint8_t*)slot_words(
+                                                &m, nscache_map_slot_index(head.key_hash, SLOTS)) +
                                             offsetof(struct nscache_map_slot, payload_len));
         __atomic_store_n(plen, 2000u, __ATOMIC_RELEASE);
         CHECK(!lookup(5, &r), "a slot with payload_len past the slot must miss");
@@ -387,7 +393,8 @@ static void writer_loop(void) {
         /* (the reader reads its clock after the copy, so even a just-expired slot is a miss) */
         publish(&g_hammer, i, v, g, expires, NSCACHE_NSS_FOUND, (int)(rand_r(&seed) & 1u),
                 n % 7 == 0);
-        if (n % 5000 == 4999) __atomic_store_n(&header(&g_hammer)->generation, g + 1, __ATOMIC_RELEASE);
+        if (n % 5000 == 4999)
+            __atomic_store_n(&header(&g_hammer)->generation, g + 1, __ATOMIC_RELEASE);
     }
 }
 
@@ -425,7 +432,8 @@ static void hammer(const char* dir, int seconds, int procs, int threads) {
         if (k == 0) {
             struct reader_stats t = {0, 0};
             const int f = reader_process(threads, seconds, &t);
-            printf("reader process %d: hits %ld misses %ld failures %d\n", (int)getpid(), t.hits, t.misses, f);
+            printf("reader process %d: hits %ld misses %ld failures %d\n", (int)getpid(), t.hits,
+                   t.misses, f);
             fflush(stdout);
             _exit(f == 0 && t.hits > 0 ? 0 : 1);
         }
@@ -433,15 +441,16 @@ static void hammer(const char* dir, int seconds, int procs, int threads) {
     }
     struct reader_stats t = {0, 0};
     reader_process(threads, seconds, &t);
-    printf("reader process %d (main): hits %ld misses %ld failures %d\n", (int)getpid(), t.hits, t.misses,
-           failures);
+    printf("reader process %d (main): hits %ld misses %ld failures %d\n", (int)getpid(), t.hits,
+           t.misses, failures);
     CHECK(t.hits > 0, "the hammer readers never hit: the test proves nothing");
     kill(writer, SIGKILL);
     waitpid(writer, NULL, 0);
     for (int k = 0; k < nkids; ++k) {
         int status = 0;
         waitpid(kids[k], &status, 0);
-        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "reader process %d failed", (int)kids[k]);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "reader process %d failed",
+              (int)kids[k]);
     }
     munmap(g_hammer.base, g_hammer.size);
 }

@@ -175,7 +175,8 @@ int main(int argc, char** argv) {
         char out[4096];
         return run_gai(argv[2], family_of(argv[3]), 0, out, sizeof out) == 0 ? 0 : 2;
     }
-    if (argc >= 4 && strcmp(argv[1], "byname") == 0) return run_byname(argv[2], family_of(argv[3]), 1024);
+    if (argc >= 4 && strcmp(argv[1], "byname") == 0)
+        return run_byname(argv[2], family_of(argv[3]), 1024);
     if (argc >= 4 && strcmp(argv[1], "byname_small") == 0)
         return run_byname(argv[2], family_of(argv[3]), 1);
     if (argc >= 3 && strcmp(argv[1], "gethostbyname") == 0) {

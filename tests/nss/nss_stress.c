@@ -62,9 +62,12 @@ static void check_gai(struct counts* c, const char* name, int n, int family) {
     const int rc = getaddrinfo(name, NULL, &hints, &res);
     const int has6 = n >= 0 && n % 2 == 0;
     if (n < 0) { /* nx name */
-        if (rc == EAI_NONAME) ++c->ok;
-        else if (rc == EAI_AGAIN) ++c->again;
-        else wrong(c, rc == 0 ? "an address for a missing name" : gai_strerror(rc), name, family);
+        if (rc == EAI_NONAME)
+            ++c->ok;
+        else if (rc == EAI_AGAIN)
+            ++c->again;
+        else
+            wrong(c, rc == 0 ? "an address for a missing name" : gai_strerror(rc), name, family);
         if (rc == 0) freeaddrinfo(res);
         return;
     }
@@ -73,8 +76,11 @@ static void check_gai(struct counts* c, const char* name, int n, int family) {
         return;
     }
     if (family == AF_INET6 && !has6) {
-        if (rc == EAI_NODATA || rc == EAI_NONAME) ++c->nodata;
-        else wrong(c, rc == 0 ? "an IPv6 address for an IPv4-only name" : gai_strerror(rc), name, family);
+        if (rc == EAI_NODATA || rc == EAI_NONAME)
+            ++c->nodata;
+        else
+            wrong(c, rc == 0 ? "an IPv6 address for an IPv4-only name" : gai_strerror(rc), name,
+                  family);
         if (rc == 0) freeaddrinfo(res);
         return;
     }
@@ -113,9 +119,12 @@ static void check_gethostbyname(struct counts* c, const char* name, int n) {
     int herr = 0;
     gethostbyname_r(name, &h, buf, sizeof buf, &hp, &herr);
     if (hp == NULL) {
-        if (herr == TRY_AGAIN) ++c->again;
-        else if (n < 0 && herr == HOST_NOT_FOUND) ++c->ok;
-        else wrong(c, "gethostbyname_r failed", name, AF_INET);
+        if (herr == TRY_AGAIN)
+            ++c->again;
+        else if (n < 0 && herr == HOST_NOT_FOUND)
+            ++c->ok;
+        else
+            wrong(c, "gethostbyname_r failed", name, AF_INET);
         return;
     }
     if (n < 0) {
@@ -146,8 +155,10 @@ static void* worker(void* arg) {
             snprintf(name, sizeof name, "bulk%d.example.test", n);
         }
         const int kind = (int)(rand_r(&seed) % 4);
-        if (kind == 3) check_gethostbyname(c, name, n);
-        else check_gai(c, name, n, kind == 0 ? AF_UNSPEC : kind == 1 ? AF_INET : AF_INET6);
+        if (kind == 3)
+            check_gethostbyname(c, name, n);
+        else
+            check_gai(c, name, n, kind == 0 ? AF_UNSPEC : kind == 1 ? AF_INET : AF_INET6);
     }
     return NULL;
 }
@@ -178,7 +189,8 @@ int main(int argc, char** argv) {
     if (threads < 1 || threads > 32) threads = 2;
     alarm((unsigned)seconds + 60);
     g_end = now_s() + seconds;
-    g_shared = mmap(NULL, sizeof(struct counts) * 16, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    g_shared = mmap(NULL, sizeof(struct counts) * 16, PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     memset(g_shared, 0, sizeof(struct counts) * 16);
     pid_t kids[16];
     for (int p = 1; p < procs; ++p) {
@@ -197,6 +209,7 @@ int main(int argc, char** argv) {
         total.wrong += g_shared[p].wrong;
         total.nodata += g_shared[p].nodata;
     }
-    printf("ok %ld nodata %ld again %ld wrong %ld\n", total.ok, total.nodata, total.again, total.wrong);
+    printf("ok %ld nodata %ld again %ld wrong %ld\n", total.ok, total.nodata, total.again,
+           total.wrong);
     return total.wrong == 0 && total.ok > 0 ? 0 : 1;
 }

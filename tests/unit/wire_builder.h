@@ -14,9 +14,9 @@
 namespace nscache::testing {
 
 class WireBuilder {
-public:
-    WireBuilder& header(uint16_t id, uint16_t flags, uint16_t qd, uint16_t an = 0,
-                        uint16_t ns = 0, uint16_t ar = 0) {
+  public:
+    WireBuilder& header(uint16_t id, uint16_t flags, uint16_t qd, uint16_t an = 0, uint16_t ns = 0,
+                        uint16_t ar = 0) {
         u16(id).u16(flags).u16(qd).u16(an).u16(ns).u16(ar);
         return *this;
     }
@@ -24,8 +24,12 @@ public:
         bytes.push_back(v);
         return *this;
     }
-    WireBuilder& u16(uint16_t v) { return u8(static_cast<uint8_t>(v >> 8)).u8(static_cast<uint8_t>(v)); }
-    WireBuilder& u32(uint32_t v) { return u16(static_cast<uint16_t>(v >> 16)).u16(static_cast<uint16_t>(v)); }
+    WireBuilder& u16(uint16_t v) {
+        return u8(static_cast<uint8_t>(v >> 8)).u8(static_cast<uint8_t>(v));
+    }
+    WireBuilder& u32(uint32_t v) {
+        return u16(static_cast<uint16_t>(v >> 16)).u16(static_cast<uint16_t>(v));
+    }
     WireBuilder& raw(std::initializer_list<uint8_t> data) {
         bytes.insert(bytes.end(), data);
         return *this;
@@ -52,8 +56,11 @@ public:
         return u16(type).u16(rclass).u32(ttl).u16(rdlength);
     }
     WireBuilder& opt(uint16_t udp_size, bool do_bit = false, uint8_t version = 0) {
-        return u8(0).u16(dns::rtype::OPT).u16(udp_size)
-            .u32((uint32_t{version} << 16) | (do_bit ? 0x8000u : 0u)).u16(0);
+        return u8(0)
+            .u16(dns::rtype::OPT)
+            .u16(udp_size)
+            .u32((uint32_t{version} << 16) | (do_bit ? 0x8000u : 0u))
+            .u16(0);
     }
     size_t size() const { return bytes.size(); }
     dns::Bytes view() const { return dns::Bytes(bytes.data(), bytes.size()); }

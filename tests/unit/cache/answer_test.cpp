@@ -7,8 +7,8 @@
 namespace nscache::cache {
 namespace {
 
-using testing::positive_answer;
 using testing::negative_answer;
+using testing::positive_answer;
 using testing::prepare;
 
 TEST(PrepareAnswer, PositiveTtlIsTheSmallestRecordTtl) {

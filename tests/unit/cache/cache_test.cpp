@@ -17,7 +17,7 @@ using testing::prepare;
 constexpr uint64_t kStart = 1'000'000;  // an arbitrary monotonic "now", in ms
 
 class CacheTest : public ::testing::Test {
-protected:
+  protected:
     CacheKey key_for(const ClientQuery& q) const {
         return CacheKey{q.lower.view(), q.query().qtype, q.query().qclass, 0};
     }
@@ -27,8 +27,7 @@ protected:
         ASSERT_TRUE(a);
         cache.insert(key_for(q), *a, now);
     }
-    LookupResult find(Cache& cache, std::string_view name, uint64_t now,
-                      bool allow_stale = false) {
+    LookupResult find(Cache& cache, std::string_view name, uint64_t now, bool allow_stale = false) {
         ClientQuery q(name, dns::rtype::A);
         return cache.lookup(key_for(q), q.query(), now, RenderLimits{}, out_, allow_stale);
     }
@@ -52,7 +51,8 @@ TEST_F(CacheTest, HitRendersClientIdAndQuestionCase) {
     EXPECT_EQ(h.id, 0xABCD);
     EXPECT_EQ(h.ancount, 1);
     EXPECT_EQ(h.arcount, 0);  // the client sent no OPT
-    EXPECT_TRUE(std::equal(q.query().question.begin(), q.query().question.end(), out_.begin() + 12));
+    EXPECT_TRUE(
+        std::equal(q.query().question.begin(), q.query().question.end(), out_.begin() + 12));
 }
 
 TEST_F(CacheTest, TtlCountsDownAndEntryExpires) {
@@ -91,17 +91,19 @@ TEST_F(CacheTest, NegativeEntryServesSoaCountingDown) {
     const auto h = dns::read_header(dns::Bytes(out_.data(), r.length));
     EXPECT_EQ(h.rcode(), 3);
     EXPECT_EQ(h.nscount, 1);
-    const size_t soa_ttl_at = 12 + q.query().question.size() + 14 + 4;  // owner "example.test" is 14 bytes
+    const size_t soa_ttl_at =
+        12 + q.query().question.size() + 14 + 4;  // owner "example.test" is 14 bytes
     EXPECT_EQ(dns::read_u32(&out_[soa_ttl_at]), 40u);
-    EXPECT_EQ(cache.lookup(key_for(q), q.query(), kStart + 60'000, RenderLimits{}, out_, false)
-                  .freshness,
-              Freshness::Miss);
+    EXPECT_EQ(
+        cache.lookup(key_for(q), q.query(), kStart + 60'000, RenderLimits{}, out_, false).freshness,
+        Freshness::Miss);
 }
 
 TEST_F(CacheTest, StaysWithinBudgetByEvicting) {
     const size_t budget = 256 << 10;
     Cache cache(CacheConfig{.budget_bytes = budget, .shards = 4});
-    for (int i = 0; i < 20000; ++i) store(cache, "n" + std::to_string(i) + ".example.test", 300, kStart);
+    for (int i = 0; i < 20000; ++i)
+        store(cache, "n" + std::to_string(i) + ".example.test", 300, kStart);
     const auto c = cache.counters();
     EXPECT_LE(c.bytes, budget);
     EXPECT_GT(c.evictions, 0u);
@@ -122,7 +124,8 @@ TEST_F(CacheTest, ClockKeepsEntriesThatAreHit) {
 
 TEST_F(CacheTest, InsertsReclaimExpiredEntries) {
     Cache cache(CacheConfig{.budget_bytes = 1 << 20, .shards = 1});
-    for (int i = 0; i < 100; ++i) store(cache, "old" + std::to_string(i) + ".example.test", 5, kStart);
+    for (int i = 0; i < 100; ++i)
+        store(cache, "old" + std::to_string(i) + ".example.test", 5, kStart);
     for (int i = 0; i < 100; ++i) {
         store(cache, "new" + std::to_string(i) + ".example.test", 300, kStart + 10'000);
     }
@@ -160,7 +163,8 @@ TEST_F(CacheTest, PrefetchOnceForPopularEntryNearExpiry) {
 
 TEST_F(CacheTest, FlushRemovesEverything) {
     Cache cache(CacheConfig{.budget_bytes = 1 << 20});
-    for (int i = 0; i < 50; ++i) store(cache, "f" + std::to_string(i) + ".example.test", 300, kStart);
+    for (int i = 0; i < 50; ++i)
+        store(cache, "f" + std::to_string(i) + ".example.test", 300, kStart);
     EXPECT_EQ(cache.flush(), 50u);
     EXPECT_EQ(cache.counters().entries, 0u);
     EXPECT_EQ(find(cache, "f1.example.test", kStart).freshness, Freshness::Miss);
@@ -186,8 +190,10 @@ TEST_F(CacheTest, TooBigForClientGetsTruncatedAnswer) {
                                             300, 300, 300, 300, 300, 300, 300, 300, 300, 300,
                                             300, 300, 300, 300, 300, 300, 300, 300, 300, 300};
     ClientQuery q("big.example.test", dns::rtype::A);
-    cache.insert(key_for(q), *prepare(positive_answer("big.example.test", many), TtlPolicy{}), kStart);
-    auto r = cache.lookup(key_for(q), q.query(), kStart, RenderLimits{.max_size = 200}, out_, false);
+    cache.insert(key_for(q), *prepare(positive_answer("big.example.test", many), TtlPolicy{}),
+                 kStart);
+    auto r =
+        cache.lookup(key_for(q), q.query(), kStart, RenderLimits{.max_size = 200}, out_, false);
     ASSERT_EQ(r.freshness, Freshness::Fresh);
     EXPECT_TRUE(r.truncated);
     const auto h = dns::read_header(dns::Bytes(out_.data(), r.length));

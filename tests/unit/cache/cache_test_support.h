@@ -34,8 +34,8 @@ inline WireBuilder positive_answer(std::string_view qname, std::initializer_list
 inline WireBuilder negative_answer(std::string_view qname, dns::Rcode rcode, uint32_t soa_ttl,
                                    uint32_t soa_minimum) {
     WireBuilder b;
-    b.header(1, dns::flag::QR | dns::flag::RD | dns::flag::RA | static_cast<uint16_t>(rcode), 1,
-             0, 1, 0)
+    b.header(1, dns::flag::QR | dns::flag::RD | dns::flag::RA | static_cast<uint16_t>(rcode), 1, 0,
+             1, 0)
         .question(qname, dns::rtype::A);
     b.name("example.test").rr_fixed(dns::rtype::SOA, soa_ttl, 0);
     const size_t rdlen_at = b.size() - 2;

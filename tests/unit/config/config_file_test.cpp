@@ -10,7 +10,7 @@ namespace nscache {
 namespace {
 
 class ConfigFileTest : public ::testing::Test {
-protected:
+  protected:
     std::string write(const std::string& text) {
         path_ = ::testing::TempDir() + "nscache_config_test.toml";
         std::ofstream(path_) << text;

@@ -21,7 +21,7 @@ constexpr uint64_t kNow = 5'000'000;
 constexpr uint64_t kWall = 1'700'000'000'000;
 
 class CacheFileTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override { path_ = ::testing::TempDir() + "nscache_cache_file_test.bin"; }
     void TearDown() override { std::remove(path_.c_str()); }
 
@@ -46,7 +46,8 @@ protected:
 
 TEST_F(CacheFileTest, RoundTripKeepsUnexpiredEntriesWithRemainingTtl) {
     cache::Cache before(cache::CacheConfig{.budget_bytes = 1 << 20});
-    for (int i = 0; i < 100; ++i) store(before, "n" + std::to_string(i) + ".example.test", 300, kNow);
+    for (int i = 0; i < 100; ++i)
+        store(before, "n" + std::to_string(i) + ".example.test", 300, kNow);
     store(before, "short.example.test", 5, kNow);
     auto dumped = dump_cache(before, path_, kNow + 2000, kWall);
     ASSERT_TRUE(dumped.ok) << dumped.error;

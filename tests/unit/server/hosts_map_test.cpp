@@ -22,7 +22,9 @@ struct MapView {
         close(fd);
     }
     ~MapView() { munmap(const_cast<uint8_t*>(base), size); }
-    const nscache_map_header* header() const { return reinterpret_cast<const nscache_map_header*>(base); }
+    const nscache_map_header* header() const {
+        return reinterpret_cast<const nscache_map_header*>(base);
+    }
     const nscache_map_slot* find(const std::vector<uint8_t>& key) const {
         const uint64_t hash = nscache_map_hash(key.data(), key.size());
         const uint32_t first = nscache_map_slot_index(hash, header()->slot_count);

@@ -10,7 +10,9 @@ namespace {
 
 using testing::WireBuilder;
 
-dns::NameBuffer wire(std::string_view text) { return *dns::name_from_text(text); }
+dns::NameBuffer wire(std::string_view text) {
+    return *dns::name_from_text(text);
+}
 
 TEST(HostsResult, FollowsCnameChainToAddresses) {
     WireBuilder b;
@@ -44,15 +46,17 @@ TEST(HostsResult, NegativeAnswersTakeTheSoaTtl) {
     EXPECT_EQ(r.status, NSCACHE_NSS_NOTFOUND);
     EXPECT_EQ(r.ttl, 45u);
     b.bytes[3] = 0;  // NOERROR: NODATA
-    EXPECT_EQ(hosts_result_from_answer(b.view(), wire("nx.example.test").view(), dns::rtype::A).status,
-              NSCACHE_NSS_NODATA);
+    EXPECT_EQ(
+        hosts_result_from_answer(b.view(), wire("nx.example.test").view(), dns::rtype::A).status,
+        NSCACHE_NSS_NODATA);
 }
 
 TEST(HostsResult, FailuresAreTryAgain) {
     WireBuilder b;
     b.header(0, dns::flag::QR | 2, 1).question("x.example.test", dns::rtype::A);
-    EXPECT_EQ(hosts_result_from_answer(b.view(), wire("x.example.test").view(), dns::rtype::A).status,
-              NSCACHE_NSS_TRYAGAIN);
+    EXPECT_EQ(
+        hosts_result_from_answer(b.view(), wire("x.example.test").view(), dns::rtype::A).status,
+        NSCACHE_NSS_TRYAGAIN);
     EXPECT_EQ(hosts_result_from_answer({}, wire("x.example.test").view(), dns::rtype::A).status,
               NSCACHE_NSS_TRYAGAIN);
 }

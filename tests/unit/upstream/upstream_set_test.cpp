@@ -29,13 +29,13 @@ TEST(UpstreamSet, MarksDownAfterRepeatedTimeoutsAndBackOnAnswer) {
     set.record_answer(2, 6000, 0);
     for (uint32_t i = 0; i < kDownAfterFailures; ++i) set.record_timeout(0, 0);
     EXPECT_TRUE(set.at(0).down);
-    EXPECT_EQ(set.choose(0, 0), 1);          // down ones are skipped...
-    EXPECT_EQ(set.choose(0b110, 0), 0);      // ...unless nothing else is left
+    EXPECT_EQ(set.choose(0, 0), 1);      // down ones are skipped...
+    EXPECT_EQ(set.choose(0b110, 0), 0);  // ...unless nothing else is left
     EXPECT_FALSE(set.all_down());
-    EXPECT_EQ(set.choose(0b010, 0), 2);      // timeouts made it the slowest
-    set.record_answer(0, 100, 0);            // a probe got through
+    EXPECT_EQ(set.choose(0b010, 0), 2);  // timeouts made it the slowest
+    set.record_answer(0, 100, 0);        // a probe got through
     EXPECT_FALSE(set.at(0).down);
-    EXPECT_EQ(set.choose(0, 0), 0);          // and its RTT starts afresh
+    EXPECT_EQ(set.choose(0, 0), 0);  // and its RTT starts afresh
 }
 
 TEST(UpstreamSet, TimeoutMakesAnUnmeasuredUpstreamLoseToAMeasuredOne) {
@@ -65,9 +65,9 @@ TEST(UpstreamSet, OldPenaltiesFadeSoAnUpstreamIsRemeasured) {
 TEST(UpstreamSet, AttemptTimeoutFollowsRtt) {
     auto set = three();
     EXPECT_EQ(set.attempt_timeout_ms(0), 400u);  // unmeasured
-    set.record_answer(0, 100, 0);                   // 0.1 ms: the floor
+    set.record_answer(0, 100, 0);                // 0.1 ms: the floor
     EXPECT_EQ(set.attempt_timeout_ms(0), 100u);
-    set.record_answer(1, 2'000'000, 0);             // 2 s: the ceiling
+    set.record_answer(1, 2'000'000, 0);  // 2 s: the ceiling
     EXPECT_EQ(set.attempt_timeout_ms(1), 1000u);
 }
 
