@@ -2,6 +2,7 @@
 // checks its value and says what it expected, and the caller adds FILE:LINE.
 #include <toml++/toml.h>
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -27,9 +28,16 @@ std::optional<std::string> bool_of(const toml::node& node, bool& out) {
     return std::nullopt;
 }
 
+// A TOML integer, and nothing else: toml++'s value<int64_t>() would also convert a float,
+// which is undefined for one out of range (found by fuzz_config: max-ttl = 860000E0081).
+std::optional<int64_t> integer_of(const toml::node& node) {
+    if (const auto* i = node.as_integer()) return i->get();
+    return std::nullopt;
+}
+
 template <typename T>
 std::optional<std::string> uint_of(const toml::node& node, T& out, uint64_t max) {
-    auto value = node.value<int64_t>();
+    auto value = integer_of(node);
     if (!value || *value < 0 || static_cast<uint64_t>(*value) > max) {
         return "expected a whole number from 0 to " + std::to_string(max);
     }
@@ -39,8 +47,10 @@ std::optional<std::string> uint_of(const toml::node& node, T& out, uint64_t max)
 
 // A duration: a string with a unit or a whole number of seconds.
 std::optional<std::string> duration_of(const toml::node& node, uint64_t& out_ms) {
-    if (auto seconds = node.value<int64_t>(); seconds && node.is_integer()) {
-        if (*seconds < 0) return "expected a duration (\"500ms\", \"2s\", \"1d\") or seconds";
+    if (auto seconds = integer_of(node)) {
+        if (*seconds < 0 || static_cast<uint64_t>(*seconds) > UINT64_MAX / 1000) {
+            return "expected a duration (\"500ms\", \"2s\", \"1d\") or seconds";
+        }
         out_ms = static_cast<uint64_t>(*seconds) * 1000;
         return std::nullopt;
     }
@@ -118,8 +128,8 @@ const std::map<std::string, Setter, std::less<>>& setters() {
         {"cache-size",
          [](const toml::node& n, Config& c) -> std::optional<std::string> {
              std::optional<size_t> size;
-             if (n.is_integer()) {
-                 if (auto v = n.value<int64_t>(); v && *v >= 0) size = static_cast<size_t>(*v);
+             if (auto v = integer_of(n)) {
+                 if (*v >= 0) size = static_cast<size_t>(*v);
              } else if (auto text = n.value<std::string>()) {
                  size = parse_size(*text);
              }

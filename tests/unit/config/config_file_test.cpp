@@ -81,6 +81,19 @@ TEST_F(ConfigFileTest, ErrorsNameFileAndLine) {
     ASSERT_TRUE(err);
 }
 
+TEST_F(ConfigFileTest, NumbersOutOfRangeAreErrors) {
+    // A float where a whole number belongs, even one no integer can hold (found by fuzz_config).
+    Config c;
+    auto err = load_config_file(write("max-ttl = 860000E0081\n"), c);
+    ASSERT_TRUE(err);
+    EXPECT_NE(err->message.find(":1:"), std::string::npos) << err->message;
+    EXPECT_TRUE(load_config_file(write("threads = 2.0\n"), c));
+    EXPECT_TRUE(load_config_file(write("cache-size = 1e30\n"), c));
+    // Seconds whose milliseconds do not fit 64 bits, and a negative duration.
+    EXPECT_TRUE(load_config_file(write("query-timeout = 9223372036854775807\n"), c));
+    EXPECT_TRUE(load_config_file(write("stale-ttl = -1\n"), c));
+}
+
 TEST_F(ConfigFileTest, MissingFileIsAnError) {
     Config c;
     EXPECT_TRUE(load_config_file("/nonexistent/nscache.toml", c));
