@@ -10,29 +10,13 @@ unix socket path and a map file, which no network namespace hides."""
 
 import os
 import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
 
+from harness import stop_process  # tests/integration, on sys.path through its conftest
+
 NSD_BIN = shutil.which("nsd") or "/usr/sbin/nsd"
-
-
-def _stop(proc, timeout=5):
-    if proc is None or proc.poll() is not None:
-        return
-    try:
-        os.kill(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.kill(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(timeout=5)
 
 
 # Brings the new namespace's loopback up (SIOCGIFFLAGS, then SIOCSIFFLAGS with IFF_UP), so the
@@ -63,7 +47,7 @@ class Namespace:
         line = self.holder.stdout.readline().decode().strip()
         if line != "ready":
             err = self.holder.stderr.read().decode() if self.holder.poll() is not None else ""
-            _stop(self.holder)
+            stop_process(self.holder)
             raise RuntimeError(f"could not create the test namespaces: {line!r} {err}")
         self.pid = self.holder.pid
         self.processes = []
@@ -98,8 +82,8 @@ class Namespace:
 
     def stop(self):
         for proc in self.processes:
-            _stop(proc)
-        _stop(self.holder)
+            stop_process(proc)
+        stop_process(self.holder)
 
 
 def _nsswitch_text(hosts_line):
