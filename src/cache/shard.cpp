@@ -79,9 +79,9 @@ CacheShard::CacheShard(size_t budget_bytes, uint32_t stale_ttl_s)
       entry_budget_(budget_bytes > bucket_count_ * sizeof(Entry*)
                         ? budget_bytes - bucket_count_ * sizeof(Entry*)
                         : 0) {
-    auto s = state_.lock();
-    s->buckets.assign(bucket_count_, nullptr);
-    s->ring.reserve(bucket_count_);
+    MutexLock lock(mu_);
+    state_.buckets.assign(bucket_count_, nullptr);
+    state_.ring.reserve(bucket_count_);
 }
 
 CacheShard::~CacheShard() {
@@ -92,7 +92,8 @@ bool CacheShard::is_dead(const Entry* e, uint64_t now_ms) const {
     return now_ms >= e->expires_ms() + stale_ms_;
 }
 
-void CacheShard::remove(State& s, Entry* e) {
+void CacheShard::remove(Entry* e) {
+    State& s = state_;
     Entry** link = &s.buckets[e->hash32 & (bucket_count_ - 1)];
     while (*link != e) link = &(*link)->next;
     *link = e->next;
@@ -111,12 +112,13 @@ void CacheShard::remove(State& s, Entry* e) {
     std::free(e);
 }
 
-void CacheShard::evict_one(State& s, uint64_t now_ms) {
+void CacheShard::evict_one(uint64_t now_ms) {
+    State& s = state_;
     for (int step = 0; step < kMaxSweep; ++step) {
         if (s.hand >= s.ring.size()) s.hand = 0;
         Entry* e = s.ring[s.hand];
         if (is_dead(e, now_ms)) {
-            remove(s, e);
+            remove(e);
             expirations_.fetch_add(1, std::memory_order_relaxed);
             return;
         }
@@ -125,7 +127,7 @@ void CacheShard::evict_one(State& s, uint64_t now_ms) {
             ++s.hand;
             continue;
         }
-        remove(s, e);
+        remove(e);
         // The ring's last (newest) entry now sits under the hand: step past it so that it,
         // too, waits a full turn before it can be evicted.
         ++s.hand;
@@ -134,12 +136,13 @@ void CacheShard::evict_one(State& s, uint64_t now_ms) {
     }
 }
 
-void CacheShard::reclaim_expired(State& s, uint64_t now_ms, int steps) {
+void CacheShard::reclaim_expired(uint64_t now_ms, int steps) {
+    State& s = state_;
     for (int i = 0; i < steps && !s.ring.empty(); ++i) {
         if (s.reclaim_cursor >= s.ring.size()) s.reclaim_cursor = 0;
         Entry* e = s.ring[s.reclaim_cursor];
         if (is_dead(e, now_ms)) {
-            remove(s, e);  // another entry moved into this slot: look at it next
+            remove(e);  // another entry moved into this slot: look at it next
             expirations_.fetch_add(1, std::memory_order_relaxed);
         } else {
             ++s.reclaim_cursor;
@@ -152,7 +155,8 @@ LookupResult CacheShard::lookup(const CacheKey& key, uint64_t hash, const dns::Q
                                 bool allow_stale) {
     LookupResult result;
     const auto hash32 = static_cast<uint32_t>(hash >> 32);
-    auto s = state_.lock();
+    MutexLock lock(mu_);
+    State* s = &state_;
     Entry* e = s->buckets[hash32 & (bucket_count_ - 1)];
     while (e != nullptr && !key_matches(e, hash32, key)) e = e->next;
     if (e == nullptr) return result;
@@ -173,7 +177,7 @@ LookupResult CacheShard::lookup(const CacheKey& key, uint64_t hash, const dns::Q
         return result;
     }
     if (is_dead(e, now_ms)) {
-        remove(*s, e);
+        remove(e);
         expirations_.fetch_add(1, std::memory_order_relaxed);
         return result;
     }
@@ -196,7 +200,8 @@ void CacheShard::insert(const CacheKey& key, uint64_t hash, const PreparedAnswer
         return;
     }
 
-    auto s = state_.lock();
+    MutexLock lock(mu_);
+    State* s = &state_;
     Entry** head = &s->buckets[hash32 & (bucket_count_ - 1)];
     size_t chain = 0;
     for (Entry* e = *head; e != nullptr; e = e->next, ++chain) {
@@ -208,7 +213,7 @@ void CacheShard::insert(const CacheKey& key, uint64_t hash, const PreparedAnswer
                 return;
             }
             fresh->visited = e->visited;  // a refreshed entry keeps its popularity
-            remove(*s, e);
+            remove(e);
             chain = 0;
             break;
         }
@@ -217,8 +222,8 @@ void CacheShard::insert(const CacheKey& key, uint64_t hash, const PreparedAnswer
         std::free(fresh);
         return;
     }
-    reclaim_expired(*s, now_ms, kReclaimSteps);
-    while (s->bytes + cost > entry_budget_ && !s->ring.empty()) evict_one(*s, now_ms);
+    reclaim_expired(now_ms, kReclaimSteps);
+    while (s->bytes + cost > entry_budget_ && !s->ring.empty()) evict_one(now_ms);
 
     fresh->next = *head;
     *head = fresh;
@@ -235,7 +240,8 @@ size_t CacheShard::flush() {
     std::vector<Entry*> old_ring;
     old_ring.reserve(bucket_count_);
     {
-        auto s = state_.lock();
+        MutexLock lock(mu_);
+        State* s = &state_;
         s->buckets.swap(fresh_buckets);
         s->ring.swap(old_ring);
         s->hand = 0;
@@ -252,13 +258,14 @@ size_t CacheShard::flush() {
 size_t CacheShard::flush_name(dns::Bytes lower_name, uint64_t hash) {
     const auto hash32 = static_cast<uint32_t>(hash >> 32);
     size_t removed = 0;
-    auto s = state_.lock();
+    MutexLock lock(mu_);
+    State* s = &state_;
     Entry* e = s->buckets[hash32 & (bucket_count_ - 1)];
     while (e != nullptr) {
         Entry* next = e->next;
         if (e->hash32 == hash32 && e->name_len == lower_name.size() &&
             std::memcmp(e->name(), lower_name.data(), lower_name.size()) == 0) {
-            remove(*s, e);
+            remove(e);
             ++removed;
         }
         e = next;
@@ -273,7 +280,8 @@ size_t CacheShard::slice_count() const {
 void CacheShard::snapshot_slice(size_t slice, uint64_t now_ms, std::vector<EntrySnapshot>& out) {
     const size_t begin = slice * kSliceBuckets;
     const size_t end = std::min(bucket_count_, begin + kSliceBuckets);
-    auto s = state_.lock();
+    MutexLock lock(mu_);
+    State* s = &state_;
     for (size_t b = begin; b < end; ++b) {
         for (const Entry* e = s->buckets[b]; e != nullptr; e = e->next) {
             if (is_dead(e, now_ms)) continue;

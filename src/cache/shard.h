@@ -1,5 +1,6 @@
 // One shard of the cache: a fixed-size chained hash table and a CLOCK ring over its entries,
-// behind one mutex. Internal to cache/; Cache picks the shard from the name's hash.
+// behind one mutex (held for one bucket walk, one copy or a bounded sweep; nothing is called
+// out under it). Internal to cache/; Cache picks the shard from the name's hash.
 //
 // Buckets are chosen by the name's hash alone (not the type), so all entries of one name share
 // a chain and flush_name is one chain walk. Chains are capped, so a client asking one name
@@ -14,7 +15,7 @@
 
 #include "cache/cache.h"
 #include "cache/entry.h"
-#include "common/guarded.h"
+#include "common/mutex.h"
 
 namespace nscache::cache {
 
@@ -47,14 +48,15 @@ class CacheShard {
 
     bool is_dead(const Entry* e, uint64_t now_ms) const;
     // Unlinks `e` from its chain and the ring and frees it.
-    void remove(State& s, Entry* e);
-    void evict_one(State& s, uint64_t now_ms);
-    void reclaim_expired(State& s, uint64_t now_ms, int steps);
+    void remove(Entry* e) NSCACHE_REQUIRES(mu_);
+    void evict_one(uint64_t now_ms) NSCACHE_REQUIRES(mu_);
+    void reclaim_expired(uint64_t now_ms, int steps) NSCACHE_REQUIRES(mu_);
 
     const uint64_t stale_ms_;
     const size_t bucket_count_;
     const size_t entry_budget_;  // budget minus the bucket array
-    Guarded<State> state_;
+    Mutex mu_;
+    State state_ NSCACHE_GUARDED_BY(mu_);
 
     // Written under the lock, read by stats without it.
     std::atomic<uint64_t> entries_{0};

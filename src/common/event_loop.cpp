@@ -16,10 +16,6 @@ constexpr uint64_t kWakeToken = ~uint64_t{0};
 constexpr int kMaxEvents = 64;
 constexpr int kIdleWaitMs = 1000;
 
-uint64_t token(uint32_t slot, uint32_t generation) {
-    return uint64_t{generation} << 32 | slot;
-}
-
 }  // namespace
 
 EventLoop::EventLoop() {
@@ -39,49 +35,44 @@ EventLoop::~EventLoop() {
 }
 
 bool EventLoop::add(int fd, uint32_t events, EventHandler* handler, Registration& out) {
-    uint32_t slot;
-    if (!free_slots_.empty()) {
-        slot = free_slots_.back();
-        free_slots_.pop_back();
-    } else {
-        slot = static_cast<uint32_t>(slots_.size());
-        slots_.emplace_back();
-    }
-    Slot& s = slots_[slot];
-    s.handler = handler;
-    s.fd = fd;
-    epoll_event ev{};
-    ev.events = events;
-    ev.data.u64 = token(slot, s.generation);
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
-        s.handler = nullptr;
-        s.fd = -1;
-        free_slots_.push_back(slot);
+    Registration id;
+    Handler* h = handlers_.add(id);
+    if (h == nullptr) {
+        errno = ENOMEM;
         return false;
     }
-    out = slot;
+    h->handler = handler;
+    h->fd = fd;
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = id;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        const int error = errno;
+        handlers_.remove(id);
+        errno = error;
+        return false;
+    }
+    out = id;
     return true;
 }
 
 void EventLoop::modify(Registration reg, uint32_t events) {
-    Slot& s = slots_[reg];
+    const Handler* h = handlers_.find(reg);
+    if (h == nullptr) return;
     epoll_event ev{};
     ev.events = events;
-    ev.data.u64 = token(reg, s.generation);
-    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, s.fd, &ev);
+    ev.data.u64 = reg;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, h->fd, &ev);
 }
 
-void EventLoop::remove(Registration reg) {
-    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, slots_[reg].fd, nullptr);
+void EventLoop::remove(Registration& reg) {
+    if (const Handler* h = handlers_.find(reg)) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, h->fd, nullptr);
     forget(reg);
 }
 
-void EventLoop::forget(Registration reg) {
-    Slot& s = slots_[reg];
-    s.handler = nullptr;
-    s.fd = -1;
-    ++s.generation;
-    free_slots_.push_back(reg);
+void EventLoop::forget(Registration& reg) {
+    handlers_.remove(reg);
+    reg = kNoRegistration;
 }
 
 EventLoop::TimerHandle EventLoop::add_timer(uint64_t deadline_ms, std::function<void()> fn) {
@@ -136,12 +127,9 @@ void EventLoop::run(const std::function<void()>& on_wake) {
                 if (on_wake) on_wake();
                 continue;
             }
-            const auto slot = static_cast<uint32_t>(t);
-            const auto generation = static_cast<uint32_t>(t >> 32);
-            if (slot >= slots_.size()) continue;
-            Slot& s = slots_[slot];
-            if (s.handler == nullptr || s.generation != generation) continue;  // removed meanwhile
-            s.handler->on_event(events[i].events);
+            const Handler* h = handlers_.find(t);
+            if (h == nullptr) continue;  // removed meanwhile
+            h->handler->on_event(events[i].events);
         }
         run_due_timers();
     }

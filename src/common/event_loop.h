@@ -1,8 +1,9 @@
 // A single-threaded epoll loop with millisecond timers: each worker thread runs one.
 // Everything but wake() and request_stop() must be called from the loop's own thread.
 //
-// Registrations carry a generation, so an event fetched in the same epoll_wait batch as the
-// removal of its handler is recognised as stale and skipped instead of reaching freed memory.
+// Registrations are SlotTable ids, which carry a generation: an event fetched in the same
+// epoll_wait batch as the removal of its handler is recognised as stale and skipped instead of
+// reaching freed memory, and a registration removed twice (or never made) touches nothing.
 #pragma once
 
 #include <sys/epoll.h>
@@ -13,6 +14,8 @@
 #include <map>
 #include <utility>
 #include <vector>
+
+#include "common/slot_table.h"
 
 namespace nscache {
 
@@ -26,7 +29,9 @@ class EventHandler {
 
 class EventLoop {
   public:
-    using Registration = uint32_t;
+    using Registration = uint64_t;
+    // What a registration holds before add() succeeded: modify/remove/forget ignore it.
+    static constexpr Registration kNoRegistration = ~uint64_t{0} - 1;
     using TimerHandle = std::pair<uint64_t, uint64_t>;  // (deadline, sequence)
     static constexpr TimerHandle kNoTimer{0, 0};
 
@@ -35,14 +40,16 @@ class EventLoop {
     EventLoop(const EventLoop&) = delete;
     EventLoop& operator=(const EventLoop&) = delete;
 
-    // Returns false (errno set) if epoll refused the descriptor.
+    // Returns false (errno set, `out` untouched) if epoll refused the descriptor.
     bool add(int fd, uint32_t events, EventHandler* handler, Registration& out);
     void modify(Registration reg, uint32_t events);
-    // Unregisters; the caller still owns and closes the descriptor.
-    void remove(Registration reg);
+    // Unregisters and sets `reg` to kNoRegistration; the caller still owns and closes the
+    // descriptor. A stale or empty registration is ignored.
+    void remove(Registration& reg);
     // For a descriptor about to be closed (never dup'ed): closing it leaves the epoll set by
     // itself, so this only frees the registration, saving an epoll_ctl call.
-    void forget(Registration reg);
+    void forget(Registration& reg);
+    size_t registrations() const { return handlers_.size(); }
 
     TimerHandle add_timer(uint64_t deadline_ms, std::function<void()> fn);
     // Safe to call with kNoTimer or a timer that already fired.
@@ -58,10 +65,9 @@ class EventLoop {
     void refresh_now();
 
   private:
-    struct Slot {
+    struct Handler {
         EventHandler* handler = nullptr;
         int fd = -1;
-        uint32_t generation = 0;
     };
 
     void run_due_timers();
@@ -69,8 +75,7 @@ class EventLoop {
 
     int epoll_fd_ = -1;
     int wake_fd_ = -1;
-    std::vector<Slot> slots_;
-    std::vector<uint32_t> free_slots_;
+    SlotTable<Handler> handlers_;
     std::map<TimerHandle, std::function<void()>> timers_;
     uint64_t next_timer_sequence_ = 1;
     uint64_t now_ms_ = 0;

@@ -153,7 +153,7 @@ class NssConnection final : public EventHandler {
     EventLoop& loop_;
     int fd_;
     const uint64_t id_;
-    EventLoop::Registration registration_ = 0;
+    EventLoop::Registration registration_ = EventLoop::kNoRegistration;
     bool registered_ = false;
     EventLoop::TimerHandle timer_ = EventLoop::kNoTimer;
     std::vector<uint8_t> in_;

@@ -1,16 +1,15 @@
 // Clients waiting for an upstream answer, on one worker: what is needed to answer each later
-// (where it is, and its query's ID, bits, question and EDNS). A slab of slots addressed by
-// cookies that carry a generation, so a late answer for a slot since reused is ignored.
-// Used only from the owning worker's thread.
+// (where it is, and its query's ID, bits, question and EDNS). Used only from the owning
+// worker's thread.
 #pragma once
 
 #include <netinet/in.h>
 
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "common/event_loop.h"
+#include "common/slot_table.h"
 #include "dns/query.h"
 #include "upstream/question.h"
 
@@ -45,55 +44,22 @@ struct PendingClient {
     }
 };
 
+// The clients of one worker waiting for an upstream answer, addressed by cookies (SlotTable
+// ids): a late answer for a client since answered some other way finds nothing.
 class PendingClients {
   public:
     static constexpr size_t kMaxPending = 16384;
 
-    // nullptr when full.
-    PendingClients() { slots_.reserve(kMaxPending); }  // slot pointers stay valid
+    PendingClients() : table_(kMaxPending) {}
 
-    PendingClient* add(uint64_t& cookie) {
-        uint32_t slot;
-        if (!free_.empty()) {
-            slot = free_.back();
-            free_.pop_back();
-        } else if (slots_.size() < kMaxPending) {
-            slot = static_cast<uint32_t>(slots_.size());
-            slots_.emplace_back();
-        } else {
-            return nullptr;
-        }
-        Slot& s = slots_[slot];
-        s.in_use = true;
-        s.client.stale_timer = EventLoop::kNoTimer;  // the caller sets every other field
-        cookie = uint64_t{s.generation} << 32 | slot;
-        return &s.client;
-    }
-
-    PendingClient* find(uint64_t cookie) {
-        const auto slot = static_cast<uint32_t>(cookie);
-        if (slot >= slots_.size()) return nullptr;
-        Slot& s = slots_[slot];
-        if (!s.in_use || s.generation != static_cast<uint32_t>(cookie >> 32)) return nullptr;
-        return &s.client;
-    }
-
-    void remove(uint64_t cookie) {
-        const auto slot = static_cast<uint32_t>(cookie);
-        Slot& s = slots_[slot];
-        s.in_use = false;
-        ++s.generation;
-        free_.push_back(slot);
-    }
+    // A fresh slot and its cookie; nullptr when kMaxPending clients are waiting already.
+    PendingClient* add(uint64_t& cookie) { return table_.add(cookie); }
+    PendingClient* find(uint64_t cookie) { return table_.find(cookie); }
+    void remove(uint64_t cookie) { table_.remove(cookie); }
+    size_t size() const { return table_.size(); }
 
   private:
-    struct Slot {
-        PendingClient client;
-        uint32_t generation = 0;
-        bool in_use = false;
-    };
-    std::vector<Slot> slots_;
-    std::vector<uint32_t> free_;
+    SlotTable<PendingClient> table_;
 };
 
 }  // namespace nscache::server

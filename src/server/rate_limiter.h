@@ -12,8 +12,9 @@
 #include <sys/socket.h>
 
 #include <cstdint>
-#include <mutex>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace nscache::server {
 
@@ -29,15 +30,20 @@ class RateLimiter {
     struct Bucket {
         uint64_t prefix_hash = 0;  // 0: empty
         uint64_t last_ms = 0;
-        uint32_t milli_tokens = 0;  // tokens * 1000
+        uint64_t milli_tokens = 0;  // tokens * 1000 (a burst of 10 million fits)
+    };
+    // A slot's bucket lives in shard (slot % kShards), at index slot / kShards.
+    struct Shard {
+        Mutex mu;
+        std::vector<Bucket> buckets NSCACHE_GUARDED_BY(mu);
     };
     static constexpr size_t kShards = 16;
 
     const uint64_t rate_;
     const uint64_t burst_milli_;
     const uint64_t seed_;
-    std::vector<Bucket> buckets_;
-    std::mutex shards_[kShards];
+    const size_t slots_;
+    Shard shards_[kShards];
 };
 
 }  // namespace nscache::server

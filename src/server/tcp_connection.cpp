@@ -35,7 +35,7 @@ TcpConnection::TcpConnection(TcpConnections& owner, EventLoop& loop, QueryPipeli
 TcpConnection::~TcpConnection() {
     loop_.cancel_timer(idle_timer_);
     if (!closed_) {
-        loop_.remove(registration_);
+        loop_.remove(registration_);  // nothing, if registration failed
         close(fd_);
     }
 }
@@ -206,53 +206,39 @@ bool TcpConnections::adopt(int fd, const sockaddr_storage& peer, socklen_t peer_
         close(fd);
         return false;
     }
-    uint32_t slot;
-    if (!free_.empty()) {
-        slot = free_.back();
-        free_.pop_back();
+    uint64_t id;
+    std::unique_ptr<TcpConnection>* slot = connections_.add(id);
+    if (slot != nullptr) {
+        *slot = std::make_unique<TcpConnection>(*this, loop_, pipeline_, fd, id, peer, peer_len,
+                                                idle_timeout_ms_);
+        if ((*slot)->register_with_loop()) return true;
+        connections_.remove(id);  // destroys the connection, which closes fd
     } else {
-        slot = static_cast<uint32_t>(slots_.size());
-        slots_.emplace_back();
+        close(fd);
     }
-    Slot& s = slots_[slot];
-    const uint64_t id = uint64_t{s.generation} << 32 | slot;
-    s.connection = std::make_unique<TcpConnection>(*this, loop_, pipeline_, fd, id, peer, peer_len,
-                                                   idle_timeout_ms_);
-    if (!s.connection->register_with_loop()) {
-        s.connection.reset();  // closes fd
-        ++s.generation;
-        free_.push_back(slot);
-        global_count_.fetch_sub(1, std::memory_order_relaxed);
-        return false;
-    }
-    return true;
+    global_count_.fetch_sub(1, std::memory_order_relaxed);
+    return false;
 }
 
 TcpConnection* TcpConnections::find(uint64_t id) {
-    const auto slot = static_cast<uint32_t>(id);
-    if (slot >= slots_.size()) return nullptr;
-    Slot& s = slots_[slot];
-    if (s.generation != static_cast<uint32_t>(id >> 32)) return nullptr;
-    return s.connection.get();
+    std::unique_ptr<TcpConnection>* slot = connections_.find(id);
+    return slot != nullptr ? slot->get() : nullptr;
 }
 
 void TcpConnections::release(uint64_t id) {
-    const auto slot = static_cast<uint32_t>(id);
-    Slot& s = slots_[slot];
-    ++s.generation;  // find() no longer returns it
+    std::unique_ptr<TcpConnection>* slot = connections_.find(id);
+    if (slot == nullptr) return;
     global_count_.fetch_sub(1, std::memory_order_relaxed);
     // The connection may be on the call stack (it closed itself): destroy it on the next turn.
-    graveyard_.push_back(std::move(s.connection));
-    free_.push_back(slot);
+    graveyard_.push_back(std::move(*slot));
+    connections_.remove(id);  // find() no longer returns it
     if (graveyard_.size() == 1) {
         loop_.add_timer(0, [this] { graveyard_.clear(); });
     }
 }
 
 void TcpConnections::close_all() {
-    for (Slot& s : slots_) s.connection.reset();
-    slots_.clear();
-    free_.clear();
+    connections_.clear();
     graveyard_.clear();
 }
 

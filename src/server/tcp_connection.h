@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/event_loop.h"
+#include "common/slot_table.h"
 #include "server/query_pipeline.h"
 
 namespace nscache::server {
@@ -53,7 +54,7 @@ class TcpConnection final : public EventHandler {
     socklen_t peer_len_;
     const uint32_t idle_timeout_ms_;
 
-    EventLoop::Registration registration_ = 0;
+    EventLoop::Registration registration_ = EventLoop::kNoRegistration;
     uint32_t interest_ = 0;
     std::vector<uint8_t> in_;
     size_t in_length_ = 0;
@@ -81,18 +82,12 @@ class TcpConnections {
     void close_all();
 
   private:
-    struct Slot {
-        std::unique_ptr<TcpConnection> connection;
-        uint32_t generation = 0;
-    };
-
     EventLoop& loop_;
     QueryPipeline& pipeline_;
     std::atomic<uint32_t>& global_count_;
     const uint32_t max_connections_;
     const uint32_t idle_timeout_ms_;
-    std::vector<Slot> slots_;
-    std::vector<uint32_t> free_;
+    SlotTable<std::unique_ptr<TcpConnection>> connections_;
     std::vector<std::unique_ptr<TcpConnection>> graveyard_;
 };
 

@@ -5,12 +5,12 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <utility>
 #include <vector>
 
 #include "cache/answer.h"
 #include "common/event_loop.h"
+#include "common/mutex.h"
 
 namespace nscache::upstream {
 
@@ -36,7 +36,7 @@ class CompletionQueue {
     void push(uint64_t cookie, const ResolveOutcome& outcome) {
         bool was_empty;
         {
-            std::lock_guard lock(mu_);
+            MutexLock lock(mu_);
             was_empty = items_.empty();
             items_.emplace_back(cookie, outcome);
         }
@@ -46,7 +46,7 @@ class CompletionQueue {
     // The owning worker's thread.
     void drain(CompletionSink& sink) {
         {
-            std::lock_guard lock(mu_);
+            MutexLock lock(mu_);
             draining_.swap(items_);
         }
         for (const auto& [cookie, outcome] : draining_) sink.deliver(cookie, outcome);
@@ -55,8 +55,8 @@ class CompletionQueue {
 
   private:
     EventLoop& loop_;
-    std::mutex mu_;
-    std::vector<std::pair<uint64_t, ResolveOutcome>> items_;
+    Mutex mu_;
+    std::vector<std::pair<uint64_t, ResolveOutcome>> items_ NSCACHE_GUARDED_BY(mu_);
     std::vector<std::pair<uint64_t, ResolveOutcome>> draining_;  // only the owner touches it
 };
 

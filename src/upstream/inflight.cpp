@@ -11,7 +11,10 @@ size_t InflightTable::SeededHash::operator()(const std::string& key) const {
 }
 
 InflightTable::InflightTable() : hash_{secure_random_u64()} {
-    for (Shard& shard : shards_) shard.queries = decltype(shard.queries)(16, hash_);
+    for (Shard& shard : shards_) {
+        MutexLock lock(shard.mu);
+        shard.queries = decltype(shard.queries)(16, hash_);
+    }
 }
 
 InflightTable::Shard& InflightTable::shard_for(const std::string& key) {
@@ -20,7 +23,7 @@ InflightTable::Shard& InflightTable::shard_for(const std::string& key) {
 
 JoinResult InflightTable::join(const std::string& key, const Waiter* waiter) {
     Shard& shard = shard_for(key);
-    std::lock_guard lock(shard.mu);
+    MutexLock lock(shard.mu);
     auto [it, inserted] = shard.queries.try_emplace(key);
     if (!inserted && waiter != nullptr && it->second.size() >= kMaxWaitersPerQuery) {
         return JoinResult::Full;
@@ -31,7 +34,7 @@ JoinResult InflightTable::join(const std::string& key, const Waiter* waiter) {
 
 std::vector<Waiter> InflightTable::finish(const std::string& key) {
     Shard& shard = shard_for(key);
-    std::lock_guard lock(shard.mu);
+    MutexLock lock(shard.mu);
     auto it = shard.queries.find(key);
     if (it == shard.queries.end()) return {};
     std::vector<Waiter> waiters = std::move(it->second);
@@ -41,7 +44,7 @@ std::vector<Waiter> InflightTable::finish(const std::string& key) {
 
 void InflightTable::leave(const std::string& key, const Waiter& waiter) {
     Shard& shard = shard_for(key);
-    std::lock_guard lock(shard.mu);
+    MutexLock lock(shard.mu);
     auto it = shard.queries.find(key);
     if (it == shard.queries.end()) return;
     auto& list = it->second;

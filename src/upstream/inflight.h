@@ -5,10 +5,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace nscache::upstream {
 
@@ -43,8 +44,9 @@ class InflightTable {
         size_t operator()(const std::string& key) const;
     };
     struct Shard {
-        std::mutex mu;
-        std::unordered_map<std::string, std::vector<Waiter>, SeededHash> queries;
+        Mutex mu;
+        std::unordered_map<std::string, std::vector<Waiter>, SeededHash> queries
+            NSCACHE_GUARDED_BY(mu);
     };
     Shard& shard_for(const std::string& key);
 

@@ -27,7 +27,7 @@ class UpstreamProbe final : public EventHandler {
     const size_t index_;
     const uint16_t edns_size_;
     int fd_ = -1;
-    EventLoop::Registration registration_ = 0;
+    EventLoop::Registration registration_ = EventLoop::kNoRegistration;
     uint16_t id_ = 0;
     uint64_t sent_at_ms_ = 0;
 };

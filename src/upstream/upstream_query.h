@@ -41,7 +41,7 @@ class UpstreamQuery final : public EventHandler {
     struct UdpAttempt final : EventHandler {
         UpstreamQuery* query = nullptr;
         int fd = -1;
-        EventLoop::Registration registration = 0;
+        EventLoop::Registration registration = EventLoop::kNoRegistration;
         int upstream = -1;
         uint16_t id = 0;
         uint64_t sent_at_us = 0;
@@ -81,7 +81,7 @@ class UpstreamQuery final : public EventHandler {
     enum class TcpState { Idle, Connecting, Reading };
     TcpState tcp_state_ = TcpState::Idle;
     int tcp_fd_ = -1;
-    EventLoop::Registration tcp_registration_ = 0;
+    EventLoop::Registration tcp_registration_ = EventLoop::kNoRegistration;
     int tcp_upstream_ = -1;
     uint16_t tcp_id_ = 0;
     std::vector<uint8_t> tcp_buffer_;

@@ -31,5 +31,14 @@ TEST(RateLimiter, SharesBucketWithinPrefixOnly) {
     EXPECT_FALSE(limiter.allow(v6_same_56.sa(), 0));
 }
 
+// A burst above 4,294,967 used to wrap the 32-bit milli-token count to a small number.
+TEST(RateLimiter, LargeBurstDoesNotWrap) {
+    RateLimiter limiter(10'000'000, 5'000'000);
+    const auto client = *parse_socket_address("192.0.2.7:1000", std::nullopt);
+    int allowed = 0;
+    for (int i = 0; i < 100'000; ++i) allowed += limiter.allow(client.sa(), 1000);
+    EXPECT_EQ(allowed, 100'000);
+}
+
 }  // namespace
 }  // namespace nscache::server
