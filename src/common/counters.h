@@ -12,29 +12,30 @@
 namespace nscache {
 
 // X(name, help)
-#define NSCACHE_WORKER_COUNTERS(X)                                                    \
-    X(queries, "client queries received, well-formed or not")                         \
-    X(queries_udp, "client queries received over UDP")                                \
-    X(queries_tcp, "client queries received over TCP")                                \
-    X(cache_hits, "queries answered from a fresh cache entry")                        \
-    X(cache_misses, "queries not answered from a fresh cache entry")                  \
-    X(upstream_queries, "queries sent to upstream servers, retries included")         \
-    X(upstream_timeouts, "upstream attempts that timed out")                          \
-    X(upstream_errors, "upstream answers that were unusable, or sends that failed")   \
-    X(upstream_tcp_retries, "upstream answers with TC=1 retried over TCP")            \
-    X(dropped_mismatched, "upstream answers dropped: wrong source, ID or question")   \
-    X(coalesced, "client queries that joined an identical query in flight")           \
-    X(answers_servfail, "SERVFAIL answers sent")                                      \
-    X(answers_formerr, "FORMERR answers sent")                                        \
-    X(answers_notimp, "NOTIMP answers sent")                                          \
-    X(answers_refused, "REFUSED answers sent")                                        \
-    X(answers_truncated, "answers sent with TC=1 because they did not fit")           \
-    X(stale_served, "answers served from expired entries (serve-stale)")              \
-    X(prefetches, "background refreshes of popular entries near expiry")              \
-    X(rate_limited, "queries dropped or truncated by the rate limit")                 \
-    X(dropped_overload, "queries dropped because too many were waiting on upstreams") \
-    X(tcp_connections, "TCP connections accepted")                                    \
-    X(tcp_rejected, "TCP connections refused over max-tcp-connections")               \
+#define NSCACHE_WORKER_COUNTERS(X)                                                            \
+    X(queries, "client queries received, well-formed or not")                                 \
+    X(queries_udp, "client queries received over UDP")                                        \
+    X(queries_tcp, "client queries received over TCP")                                        \
+    X(cache_hits, "queries answered from a fresh cache entry")                                \
+    X(cache_misses, "queries not answered from a fresh cache entry")                          \
+    X(upstream_queries, "queries sent to upstream servers, retries included")                 \
+    X(upstream_timeouts, "upstream attempts that timed out")                                  \
+    X(upstream_errors, "upstream answers that were unusable, or sends that failed")           \
+    X(upstream_tcp_retries, "upstream answers with TC=1 retried over TCP")                    \
+    X(dropped_mismatched, "upstream answers dropped: wrong source, ID or question")           \
+    X(coalesced, "client queries that joined an identical query in flight")                   \
+    X(answers_servfail, "SERVFAIL answers sent")                                              \
+    X(answers_formerr, "FORMERR answers sent")                                                \
+    X(answers_notimp, "NOTIMP answers sent")                                                  \
+    X(answers_refused, "REFUSED answers sent")                                                \
+    X(answers_truncated, "answers sent with TC=1 because they did not fit")                   \
+    X(stale_served, "answers served from expired entries (serve-stale)")                      \
+    X(prefetches, "background refreshes of popular entries near expiry")                      \
+    X(rate_limited, "queries dropped or truncated by the rate limit")                         \
+    X(dropped_overload, "queries dropped because too many clients were waiting already")      \
+    X(overload_servfail, "queries answered SERVFAIL at once: max-upstream-queries in flight") \
+    X(tcp_connections, "TCP connections accepted")                                            \
+    X(tcp_rejected, "TCP connections refused over max-tcp-connections")                       \
     X(nss_requests, "lookups from the NSS module that missed its shared map")
 
 struct alignas(64) WorkerCounters {

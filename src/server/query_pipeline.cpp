@@ -41,12 +41,12 @@ bool usable_answer(const cache::PreparedAnswer& a) {
 
 }  // namespace
 
-QueryPipeline::QueryPipeline(ServerShared& shared, EventLoop& loop, upstream::Resolver& resolver,
+QueryPipeline::QueryPipeline(ServerShared& shared, EventLoop& loop, upstream::Forwarder& forwarder,
                              WorkerCounters& counters, ReplySender& sender)
     : shared_(shared),
       config_(shared.config),
       loop_(loop),
-      resolver_(resolver),
+      forwarder_(forwarder),
       counters_(counters),
       sender_(sender),
       scratch_(kTcpMaxAnswer) {}
@@ -124,21 +124,21 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
         if (hit.truncated) bump(counters_.answers_truncated);
         if (hit.prefetch && config_.prefetch) {
             bump(counters_.prefetches);
-            resolver_.refresh(question);
+            forwarder_.refresh(question);
         }
         return {hit.length};
     }
     bump(counters_.cache_misses);
 
     const bool stale_available = hit.freshness == Freshness::Stale && config_.serve_stale;
-    if (stale_available && (config_.serve_expired || resolver_.all_upstreams_down())) {
+    if (stale_available && (config_.serve_expired || forwarder_.all_upstreams_down())) {
         // RFC 8767 §5: with every upstream down, answer from stale data at once. With
         // serve-expired (opt-in, as unbound's option of that name) always: the client never
         // waits for a refresh, which goes on in the background.
         const cache::LookupResult stale = shared_.cache.lookup(key, q, now, limits, out, true);
         if (stale.length > 0) {
             bump(counters_.stale_served);
-            resolver_.refresh(question);
+            forwarder_.refresh(question);
             return {stale.length};
         }
     }
@@ -163,7 +163,7 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
         client->stale_timer = loop_.add_timer(now + config_.stale_answer_timeout_ms,
                                               [this, cookie] { on_stale_timer(cookie); });
     }
-    if (!resolver_.resolve(question, cookie)) {
+    if (!forwarder_.resolve(question, cookie)) {
         loop_.cancel_timer(client->stale_timer);
         pending_.remove(cookie);
         return {error_answer(parsed, rc(Rcode::ServFail), out)};
@@ -188,7 +188,7 @@ void QueryPipeline::on_stale_timer(uint64_t cookie) {
     bump(counters_.stale_served);
     sender_.send_reply(*client, std::span<const uint8_t>(scratch_.data(), length));
     // The upstream query goes on and refreshes the cache; this client needs nothing more.
-    resolver_.leave(client->upstream_question, cookie);
+    forwarder_.leave(client->upstream_question, cookie);
     pending_.remove(cookie);
 }
 

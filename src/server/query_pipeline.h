@@ -1,6 +1,7 @@
 // What a worker does with each client query, whatever the transport: parse, check access,
 // answer from the cache, or hand the miss to the resolver and answer when it delivers.
 // Serve-stale and prefetch decisions live here too. One per worker, used from its thread.
+// Never re-entered by the forwarder: resolve() does not deliver from inside the call.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +14,7 @@
 #include "server/pending_clients.h"
 #include "server/server_shared.h"
 #include "upstream/completion.h"
-#include "upstream/resolver.h"
+#include "upstream/forwarder.h"
 
 namespace nscache::server {
 
@@ -41,7 +42,7 @@ struct HandleResult {
 
 class QueryPipeline final : public upstream::CompletionSink {
   public:
-    QueryPipeline(ServerShared& shared, EventLoop& loop, upstream::Resolver& resolver,
+    QueryPipeline(ServerShared& shared, EventLoop& loop, upstream::Forwarder& forwarder,
                   WorkerCounters& counters, ReplySender& sender);
 
     // `out` must hold the transport's maximum answer (UDP: the configured EDNS size, at least
@@ -60,7 +61,7 @@ class QueryPipeline final : public upstream::CompletionSink {
     ServerShared& shared_;
     const Config& config_;
     EventLoop& loop_;
-    upstream::Resolver& resolver_;
+    upstream::Forwarder& forwarder_;
     WorkerCounters& counters_;
     ReplySender& sender_;
     PendingClients pending_;

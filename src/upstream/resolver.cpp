@@ -47,40 +47,44 @@ bool Resolver::resolve(const Question& question, uint64_t cookie) {
             bump(counters_.coalesced);
             return true;
         case JoinResult::Leader:
-            start(question, std::move(key));
-            return true;
+            if (start(question, key)) return true;
+            fail_waiters(key, &waiter);
+            return false;
     }
     return false;
 }
 
 void Resolver::refresh(const Question& question) {
     std::string key = question.key();
-    if (shared_.inflight.join(key, nullptr) == JoinResult::Leader) start(question, std::move(key));
+    if (shared_.inflight.join(key, nullptr) == JoinResult::Leader && !start(question, key)) {
+        fail_waiters(key, nullptr);
+    }
 }
 
 void Resolver::leave(const Question& question, uint64_t cookie) {
     shared_.inflight.leave(question.key(), Waiter{worker_, cookie});
 }
 
-void Resolver::start(const Question& question, std::string key) {
-    if (queries_.size() >= kMaxOutstanding) {
-        bump(counters_.dropped_overload);
-        std::vector<Waiter> waiters = shared_.inflight.finish(key);
-        const ResolveOutcome failed{};
-        for (const Waiter& w : waiters) {
-            if (w.worker == worker_) {
-                sink_.deliver(w.cookie, failed);
-            } else {
-                shared_.queues[w.worker]->push(w.cookie, failed);
-            }
-        }
-        return;
+bool Resolver::start(const Question& question, std::string key) {
+    if (queries_.size() >= shared_.options.max_outstanding) {
+        bump(counters_.overload_servfail);
+        return false;
     }
     auto query =
         std::make_unique<UpstreamQuery>(*this, loop_, shared_, counters_, question, std::move(key));
     UpstreamQuery* raw = query.get();
     queries_.emplace(raw, std::move(query));
-    raw->start();
+    raw->start();  // never finishes synchronously: failures wait for a timer
+    return true;
+}
+
+void Resolver::fail_waiters(const std::string& key, const Waiter* except) {
+    // Others may have joined between our join and now (from other workers, or none at all).
+    const ResolveOutcome failed{};
+    for (const Waiter& w : shared_.inflight.finish(key)) {
+        if (except != nullptr && w.worker == except->worker && w.cookie == except->cookie) continue;
+        shared_.queues[w.worker]->push(w.cookie, failed);
+    }
 }
 
 void Resolver::finished(UpstreamQuery* query, std::shared_ptr<const cache::PreparedAnswer> answer) {

@@ -16,6 +16,7 @@
 #include "common/counters.h"
 #include "common/event_loop.h"
 #include "upstream/completion.h"
+#include "upstream/forwarder.h"
 #include "upstream/inflight.h"
 #include "upstream/question.h"
 #include "upstream/upstream_set.h"
@@ -24,6 +25,9 @@ namespace nscache::upstream {
 
 struct ResolverOptions {
     uint32_t query_timeout_ms = 2000;
+    // Upstream queries one worker keeps in flight at most; past this, misses get SERVFAIL at
+    // once (config max-upstream-queries, lowered at start to fit the descriptor limit).
+    uint32_t max_outstanding = 4096;
     uint16_t edns_buffer_size = 1232;
     cache::TtlPolicy ttl;
 };
@@ -39,29 +43,29 @@ struct ResolverShared {
 class UpstreamQuery;
 class UpstreamProbe;
 
-class Resolver {
+class Resolver final : public Forwarder {
   public:
-    // Upstream queries one worker keeps in flight at most; past this, misses get SERVFAIL.
-    static constexpr size_t kMaxOutstanding = 4096;
-
     Resolver(uint32_t worker, EventLoop& loop, ResolverShared& shared, CompletionSink& sink,
              WorkerCounters& counters);
     ~Resolver();
 
-    // Answers arrive later through the sink (or this worker's queue) with `cookie`, exactly
-    // once. Returns false when the question cannot be taken now (too many waiters on it).
-    bool resolve(const Question& question, uint64_t cookie);
-    // Refreshes the cache entry for `question` in the background (prefetch, stale refresh).
-    void refresh(const Question& question);
-    // The client behind `cookie` was answered some other way; it will get no delivery.
-    void leave(const Question& question, uint64_t cookie);
-    bool all_upstreams_down() const { return shared_.upstreams.all_down(); }
+    // Forwarder. resolve() returns false when the question cannot be taken now: too many
+    // waiters on it, or max_outstanding queries in flight on this worker.
+    bool resolve(const Question& question, uint64_t cookie) override;
+    void refresh(const Question& question) override;
+    void leave(const Question& question, uint64_t cookie) override;
+    bool all_upstreams_down() const override { return shared_.upstreams.all_down(); }
+    size_t outstanding() const { return queries_.size(); }
 
     // Called by an UpstreamQuery when it is done; destroys it.
     void finished(UpstreamQuery* query, std::shared_ptr<const cache::PreparedAnswer> answer);
 
   private:
-    void start(const Question& question, std::string key);
+    // Sends the query upstream; false (nothing started) over max_outstanding.
+    bool start(const Question& question, std::string key);
+    // Ends a question that could not be started: every waiter other than `except` (which the
+    // caller answers itself) gets a failure through its worker's queue, never synchronously.
+    void fail_waiters(const std::string& key, const Waiter* except);
     void schedule_probes();
 
     const uint32_t worker_;

@@ -292,6 +292,9 @@ void UpstreamQuery::on_tcp_event(uint32_t events) {
 
 void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, uint64_t sent_at_us, bool over_tcp) {
     const auto server = static_cast<size_t>(upstream);
+    // One exchange per connection: whatever this answer turns out to be, its socket is done.
+    // (`msg` lives in tcp_buffer_, which close_tcp() keeps.)
+    if (over_tcp) close_tcp();
     if (!dns::scan_response(msg, tls_scan)) {
         bump(counters_.upstream_errors);
         next_attempt();
@@ -320,7 +323,6 @@ void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, uint64_t sent_at_us,
     bump(counters_.upstream_errors);
     fallback_ = std::move(answer);
     fallback_upstream_ = upstream;
-    close_tcp();
     next_attempt();
 }
 

@@ -1,0 +1,30 @@
+// Forwarder: what the query pipeline needs from the forwarding layer, as an interface, so the
+// pipeline and the TCP code can be tested with a fake one (tests/unit/server/).
+//
+// Contract, which the pipeline relies on to stay re-entrancy free:
+// - resolve() never answers from inside the call. It returns true and later (from the event
+//   loop, never within resolve()) delivers exactly one outcome for `cookie` to the worker's
+//   CompletionSink; or it returns false and delivers nothing: the caller answers itself.
+// - leave() means the client was answered otherwise; no outcome follows for that cookie.
+// All calls come from the owning worker's thread.
+#pragma once
+
+#include <cstdint>
+
+#include "upstream/question.h"
+
+namespace nscache::upstream {
+
+class Forwarder {
+  public:
+    virtual bool resolve(const Question& question, uint64_t cookie) = 0;
+    // Refreshes the cache entry for `question` in the background (prefetch, stale refresh).
+    virtual void refresh(const Question& question) = 0;
+    virtual void leave(const Question& question, uint64_t cookie) = 0;
+    virtual bool all_upstreams_down() const = 0;
+
+  protected:
+    ~Forwarder() = default;
+};
+
+}  // namespace nscache::upstream

@@ -1,0 +1,102 @@
+#include "server/query_pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include "server_test_support.h"
+
+namespace nscache::server {
+namespace {
+
+using testing::ServerHarness;
+using testing::WireBuilder;
+
+struct UdpClient {
+    sockaddr_storage peer = testing::loopback_peer();
+    ClientOrigin origin() const {
+        ClientOrigin o;
+        o.transport = Transport::Udp;
+        o.peer = reinterpret_cast<const sockaddr*>(&peer);
+        o.peer_len = sizeof(sockaddr_in);
+        return o;
+    }
+};
+
+WireBuilder query(std::string_view name, uint16_t qtype, uint16_t id = 0x1234) {
+    WireBuilder b;
+    b.header(id, dns::flag::RD, 1).question(name, qtype);
+    return b;
+}
+
+uint8_t rcode_of(std::span<const uint8_t> msg) {
+    return msg[3] & 0x0F;
+}
+
+TEST(QueryPipeline, HitIsAnsweredAtOnceWithoutTheForwarder) {
+    ServerHarness h;
+    h.cache_a("www.example.test");
+    std::vector<uint8_t> out(1232);
+    const auto q = query("WWW.example.test", dns::rtype::A);
+    const HandleResult r = h.pipeline.handle(q.view(), UdpClient{}.origin(), out);
+    ASSERT_GT(r.reply_length, 0u);
+    EXPECT_FALSE(r.pending);
+    EXPECT_TRUE(h.forwarder.resolved.empty());
+    EXPECT_EQ(dns::read_u16(out.data()), 0x1234);
+    EXPECT_EQ(dns::read_u16(out.data() + 6), 1);  // one answer
+    EXPECT_EQ(h.counters.cache_hits.load(), 1u);
+}
+
+TEST(QueryPipeline, MissGoesToTheForwarderAndIsAnsweredOnDelivery) {
+    ServerHarness h;
+    std::vector<uint8_t> out(1232);
+    const auto q = query("Miss.example.test", dns::rtype::AAAA, 77);
+    const HandleResult r = h.pipeline.handle(q.view(), UdpClient{}.origin(), out);
+    EXPECT_TRUE(r.pending);
+    EXPECT_EQ(r.reply_length, 0u);
+    ASSERT_EQ(h.forwarder.resolved.size(), 1u);
+    const auto& asked = h.forwarder.resolved[0].question;
+    EXPECT_EQ(dns::name_to_text(asked.name.view()), "miss.example.test.");  // lower-cased
+    EXPECT_EQ(asked.qtype, dns::rtype::AAAA);
+    h.pipeline.deliver(h.forwarder.resolved[0].cookie, {});
+    ASSERT_EQ(h.replies.size(), 1u);
+    EXPECT_EQ(dns::read_u16(h.replies[0].data()), 77);
+    EXPECT_EQ(rcode_of(h.replies[0]), static_cast<int>(dns::Rcode::ServFail));
+    // A second delivery for the same cookie finds no client.
+    h.pipeline.deliver(h.forwarder.resolved[0].cookie, {});
+    EXPECT_EQ(h.replies.size(), 1u);
+}
+
+TEST(QueryPipeline, ForwarderOverloadIsServfailAtOnce) {
+    ServerHarness h;
+    h.forwarder.accept = false;
+    std::vector<uint8_t> out(1232);
+    const auto q = query("x.example.test", dns::rtype::A);
+    const HandleResult r = h.pipeline.handle(q.view(), UdpClient{}.origin(), out);
+    EXPECT_FALSE(r.pending);
+    ASSERT_GT(r.reply_length, 0u);
+    EXPECT_EQ(rcode_of(out), static_cast<int>(dns::Rcode::ServFail));
+}
+
+TEST(QueryPipeline, ClientOutsideAllowIsRefusedAndNothingIsForwarded) {
+    ServerHarness h;
+    UdpClient outsider;
+    reinterpret_cast<sockaddr_in*>(&outsider.peer)->sin_addr.s_addr = htonl(0xC0000201);
+    std::vector<uint8_t> out(1232);
+    const auto q = query("x.example.test", dns::rtype::A);
+    const HandleResult r = h.pipeline.handle(q.view(), outsider.origin(), out);
+    ASSERT_GT(r.reply_length, 0u);
+    EXPECT_EQ(rcode_of(out), static_cast<int>(dns::Rcode::Refused));
+    EXPECT_TRUE(h.forwarder.resolved.empty());
+}
+
+TEST(QueryPipeline, AResponseIsIgnored) {
+    ServerHarness h;
+    WireBuilder b;
+    b.header(1, dns::flag::QR, 1).question("x.example.test", dns::rtype::A);
+    std::vector<uint8_t> out(1232);
+    const HandleResult r = h.pipeline.handle(b.view(), UdpClient{}.origin(), out);
+    EXPECT_EQ(r.reply_length, 0u);
+    EXPECT_FALSE(r.pending);
+}
+
+}  // namespace
+}  // namespace nscache::server

@@ -1,0 +1,87 @@
+#include "upstream/upstream_query.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+
+#include "upstream_test_support.h"
+
+namespace nscache::upstream {
+namespace {
+
+using testing::a_record;
+using testing::answer_to;
+using testing::ResolverHarness;
+
+// True once the peer of `fd` has closed it (or reset it).
+bool peer_closed(int fd) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 0) != 1) return false;
+    char c;
+    return recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
+}
+
+TEST(UpstreamQuery, TruncatedAnswerIsAskedAgainOverTcp) {
+    ResolverHarness h;
+    ASSERT_TRUE(h.resolver.resolve(ResolverHarness::question("big.example.test"), 1));
+    std::optional<testing::ManualUpstream::Received> q;
+    ASSERT_TRUE(h.run_until([&] { return (q = h.fake().take_udp()).has_value(); }));
+    h.fake().reply_udp(*q, answer_to(q->msg, dns::flag::TC, 0, {}));
+    int conn = -1;
+    ASSERT_TRUE(h.run_until([&] { return (conn = h.fake().accept_tcp()) >= 0; }));
+    // Read the framed query, answer it in full.
+    std::vector<uint8_t> framed(2 + 512);
+    size_t have = 0;
+    ASSERT_TRUE(h.run_until([&] {
+        const ssize_t n = recv(conn, framed.data() + have, framed.size() - have, MSG_DONTWAIT);
+        if (n > 0) have += static_cast<size_t>(n);
+        return have >= 2 && have >= 2u + dns::read_u16(framed.data());
+    }));
+    std::vector<uint8_t> tcp_query(framed.begin() + 2,
+                                   framed.begin() + 2 + dns::read_u16(framed.data()));
+    auto answer = answer_to(tcp_query, 0, 1, a_record(300, 9));
+    std::vector<uint8_t> out(2);
+    dns::write_u16(out.data(), static_cast<uint16_t>(answer.size()));
+    out.insert(out.end(), answer.begin(), answer.end());
+    ASSERT_EQ(send(conn, out.data(), out.size(), MSG_NOSIGNAL), static_cast<ssize_t>(out.size()));
+    ASSERT_TRUE(h.run_until([&] { return !h.sink.deliveries.empty(); }));
+    ASSERT_TRUE(h.sink.deliveries[0].outcome.answer);
+    EXPECT_EQ(h.sink.deliveries[0].outcome.answer->ancount, 1);
+    EXPECT_EQ(h.counters.upstream_tcp_retries.load(), 1u);
+    close(conn);
+}
+
+// A malformed answer over TCP used to leave the query's TCP socket open (and registered)
+// until the whole query ended; the socket is done with as soon as its answer is.
+TEST(UpstreamQuery, MalformedTcpAnswerClosesTheConnectionAtOnce) {
+    ResolverOptions options;
+    options.query_timeout_ms = 10'000;
+    ResolverHarness h(options);
+    ASSERT_TRUE(h.resolver.resolve(ResolverHarness::question("big.example.test"), 1));
+    std::optional<testing::ManualUpstream::Received> q;
+    ASSERT_TRUE(h.run_until([&] { return (q = h.fake().take_udp()).has_value(); }));
+    h.fake().reply_udp(*q, answer_to(q->msg, dns::flag::TC, 0, {}));
+    int conn = -1;
+    ASSERT_TRUE(h.run_until([&] { return (conn = h.fake().accept_tcp()) >= 0; }));
+    std::vector<uint8_t> framed(2 + 512);
+    size_t have = 0;
+    ASSERT_TRUE(h.run_until([&] {
+        const ssize_t n = recv(conn, framed.data() + have, framed.size() - have, MSG_DONTWAIT);
+        if (n > 0) have += static_cast<size_t>(n);
+        return have >= 2 && have >= 2u + dns::read_u16(framed.data());
+    }));
+    std::vector<uint8_t> tcp_query(framed.begin() + 2,
+                                   framed.begin() + 2 + dns::read_u16(framed.data()));
+    // Our ID and question, then an answer count with no record behind it.
+    auto answer = answer_to(tcp_query, 0, 3, {});
+    std::vector<uint8_t> out(2);
+    dns::write_u16(out.data(), static_cast<uint16_t>(answer.size()));
+    out.insert(out.end(), answer.begin(), answer.end());
+    ASSERT_EQ(send(conn, out.data(), out.size(), MSG_NOSIGNAL), static_cast<ssize_t>(out.size()));
+    // Well before the query's 10 s deadline (and its next attempt's wait).
+    EXPECT_TRUE(h.run_until([&] { return peer_closed(conn); }, 60));
+    EXPECT_TRUE(h.sink.deliveries.empty());  // the query goes on with another attempt
+    close(conn);
+}
+
+}  // namespace
+}  // namespace nscache::upstream
