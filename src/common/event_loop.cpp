@@ -102,37 +102,39 @@ void EventLoop::run_due_timers() {
     }
 }
 
-int EventLoop::wait_timeout() const {
-    if (timers_.empty()) return kIdleWaitMs;
+int EventLoop::wait_timeout(int max_wait_ms) const {
+    if (timers_.empty()) return max_wait_ms;
     const uint64_t next = timers_.begin()->first.first;
     if (next <= now_ms_) return 0;
-    return static_cast<int>(std::min<uint64_t>(next - now_ms_, kIdleWaitMs));
+    return static_cast<int>(std::min<uint64_t>(next - now_ms_, static_cast<uint64_t>(max_wait_ms)));
 }
 
 void EventLoop::run(const std::function<void()>& on_wake) {
-    epoll_event events[kMaxEvents];
     refresh_now();
-    while (!stop_.load(std::memory_order_acquire)) {
-        const int n = epoll_wait(epoll_fd_, events, kMaxEvents, wait_timeout());
-        if (n < 0 && errno != EINTR) std::abort();
-        // One clock read per turn, and I/O before timers: an answer that arrived before its
-        // timeout fired is read first, even when a long batch made the loop late.
-        refresh_now();
-        for (int i = 0; i < n; ++i) {
-            const uint64_t t = events[i].data.u64;
-            if (t == kWakeToken) {
-                uint64_t count;
-                ssize_t ignored = read(wake_fd_, &count, sizeof count);
-                (void)ignored;
-                if (on_wake) on_wake();
-                continue;
-            }
-            const Handler* h = handlers_.find(t);
-            if (h == nullptr) continue;  // removed meanwhile
-            h->handler->on_event(events[i].events);
+    while (!stop_.load(std::memory_order_acquire)) run_once(kIdleWaitMs, on_wake);
+}
+
+void EventLoop::run_once(int max_wait_ms, const std::function<void()>& on_wake) {
+    epoll_event events[kMaxEvents];
+    const int n = epoll_wait(epoll_fd_, events, kMaxEvents, wait_timeout(max_wait_ms));
+    if (n < 0 && errno != EINTR) std::abort();
+    // One clock read per turn, and I/O before timers: an answer that arrived before its
+    // timeout fired is read first, even when a long batch made the loop late.
+    refresh_now();
+    for (int i = 0; i < n; ++i) {
+        const uint64_t t = events[i].data.u64;
+        if (t == kWakeToken) {
+            uint64_t count;
+            ssize_t ignored = read(wake_fd_, &count, sizeof count);
+            (void)ignored;
+            if (on_wake) on_wake();
+            continue;
         }
-        run_due_timers();
+        const Handler* h = handlers_.find(t);
+        if (h == nullptr) continue;  // removed meanwhile
+        h->handler->on_event(events[i].events);
     }
+    run_due_timers();
 }
 
 void EventLoop::wake() {

@@ -57,6 +57,9 @@ class EventLoop {
 
     // Runs until request_stop(); `on_wake` runs on this thread after every wake().
     void run(const std::function<void()>& on_wake);
+    // One turn: waits up to `max_wait_ms` (less if a timer is due sooner) for events, handles
+    // them, then runs the timers that are due. For tests that drive a loop step by step.
+    void run_once(int max_wait_ms, const std::function<void()>& on_wake = nullptr);
     void wake();          // any thread
     void request_stop();  // any thread
 
@@ -71,7 +74,7 @@ class EventLoop {
     };
 
     void run_due_timers();
-    int wait_timeout() const;  // milliseconds until the next timer, for epoll_wait
+    int wait_timeout(int max_wait_ms) const;  // until the next timer, for epoll_wait
 
     int epoll_fd_ = -1;
     int wake_fd_ = -1;

@@ -1,5 +1,7 @@
 #include "common/log.h"
 
+#include "common/clock.h"
+
 #include <unistd.h>
 
 #include <atomic>
@@ -32,6 +34,17 @@ const char* level_name(LogLevel level) {
 }
 
 }  // namespace
+
+bool LogRateLimit::allow(uint64_t& suppressed) {
+    const uint64_t now = monotonic_ms();
+    uint64_t next = next_ms_.load(std::memory_order_relaxed);
+    if (now < next || !next_ms_.compare_exchange_strong(next, now + 1000)) {
+        suppressed_.fetch_add(1, std::memory_order_relaxed);
+        return false;
+    }
+    suppressed = suppressed_.exchange(0, std::memory_order_relaxed);
+    return true;
+}
 
 void set_log_verbose(bool on) {
     verbose.store(on, std::memory_order_relaxed);

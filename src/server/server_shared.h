@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "server/access_list.h"
 #include "server/rate_limiter.h"
+#include "server/tcp_shared.h"
 #include "upstream/resolver.h"
 
 namespace nscache::server {
@@ -21,7 +22,7 @@ struct ServerShared {
     upstream::ResolverShared& resolver;
     AccessList access;
     std::unique_ptr<RateLimiter> rate_limiter;  // null: no rate limit
-    std::atomic<uint32_t> tcp_connections{0};
+    TcpShared tcp;
 };
 
 }  // namespace nscache::server

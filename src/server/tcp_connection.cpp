@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -11,57 +12,78 @@
 namespace nscache::server {
 namespace {
 
-// Back-pressure thresholds (RFC 7766 §6.2.1.1 lets servers limit pipelining).
-constexpr uint32_t kMaxPendingPerConnection = 64;
-constexpr size_t kMaxUnsentBytes = 256 << 10;
 constexpr size_t kReadChunk = 16 << 10;
 constexpr size_t kMaxAnswer = 65535;
 
 }  // namespace
 
 TcpConnection::TcpConnection(TcpConnections& owner, EventLoop& loop, QueryPipeline& pipeline,
-                             int fd, uint64_t id, const sockaddr_storage& peer, socklen_t peer_len,
-                             uint32_t idle_timeout_ms)
+                             int fd, uint64_t id, const sockaddr_storage& peer, socklen_t peer_len)
     : owner_(owner),
+      shared_(owner.shared()),
       loop_(loop),
       pipeline_(pipeline),
       fd_(fd),
       id_(id),
       peer_(peer),
       peer_len_(peer_len),
-      idle_timeout_ms_(idle_timeout_ms),
       in_(kReadChunk) {}
 
 TcpConnection::~TcpConnection() {
-    loop_.cancel_timer(idle_timer_);
+    loop_.cancel_timer(timer_);
     if (!closed_) {
         loop_.remove(registration_);  // nothing, if registration failed
         close(fd_);
+        shared_.queued_bytes.fetch_sub(unsent(), std::memory_order_relaxed);
     }
 }
 
 bool TcpConnection::register_with_loop() {
     interest_ = EPOLLIN;
     if (!loop_.add(fd_, interest_, this, registration_)) return false;
-    last_activity_ms_ = loop_.now_ms();
-    arm_idle_timer(last_activity_ms_ + idle_timeout_ms_);
+    idle_since_ms_ = loop_.now_ms();
+    reschedule();
     return true;
 }
 
-void TcpConnection::arm_idle_timer(uint64_t at_ms) {
-    idle_timer_ = loop_.add_timer(at_ms, [this] {
-        idle_timer_ = EventLoop::kNoTimer;
-        on_idle_timer();
+void TcpConnection::reschedule() {
+    if (closed_) return;
+    const TcpLimits& limits = shared_.limits;
+    const uint64_t now = loop_.now_ms();
+    uint64_t at = UINT64_MAX;
+    if (partial_since_ms_ != 0) at = std::min(at, partial_since_ms_ + limits.read_timeout_ms);
+    if (write_blocked_since_ != 0) {
+        at = std::min(at, write_blocked_since_ + limits.idle_timeout_ms);
+    }
+    if (pending_ == 0 && unsent() == 0 && partial_since_ms_ == 0) {
+        at = std::min(at, idle_since_ms_ + limits.idle_timeout_ms);
+    } else if (at == UINT64_MAX) {
+        // Waiting for answers from upstream: look again an idle period from now.
+        at = now + limits.idle_timeout_ms;
+    }
+    if (timer_ != EventLoop::kNoTimer && timer_at_ <= at) return;  // it fires early enough
+    loop_.cancel_timer(timer_);
+    timer_at_ = at;
+    timer_ = loop_.add_timer(at, [this] {
+        timer_ = EventLoop::kNoTimer;
+        on_timer();
     });
 }
 
-void TcpConnection::on_idle_timer() {
-    const uint64_t idle_until = last_activity_ms_ + idle_timeout_ms_;
-    if (pending_ == 0 && loop_.now_ms() >= idle_until) {
+void TcpConnection::on_timer() {
+    const TcpLimits& limits = shared_.limits;
+    const uint64_t now = loop_.now_ms();
+    const bool query_too_slow =
+        partial_since_ms_ != 0 && now >= partial_since_ms_ + limits.read_timeout_ms;
+    const bool not_reading =
+        write_blocked_since_ != 0 && now >= write_blocked_since_ + limits.idle_timeout_ms;
+    const bool idle = pending_ == 0 && unsent() == 0 && partial_since_ms_ == 0 &&
+                      now >= idle_since_ms_ + limits.idle_timeout_ms;
+    if (query_too_slow || not_reading || idle) {
         close_connection();
         return;
     }
-    arm_idle_timer(pending_ > 0 ? loop_.now_ms() + idle_timeout_ms_ : idle_until);
+    reschedule();
 }
 
 void TcpConnection::on_event(uint32_t events) {
@@ -72,6 +94,7 @@ void TcpConnection::on_event(uint32_t events) {
     }
     if (events & EPOLLOUT) flush();
     if (!closed_ && (events & EPOLLIN)) read_queries();
+    if (!closed_) update_interest();
 }
 
 void TcpConnection::read_queries() {
@@ -88,26 +111,32 @@ void TcpConnection::read_queries() {
             break;
         }
         in_length_ += static_cast<size_t>(n);
-        last_activity_ms_ = loop_.now_ms();
         process_buffer();
-        if (pending_ >= kMaxPendingPerConnection || out_.size() - out_offset_ > kMaxUnsentBytes)
-            break;
+        if (pending_ >= kMaxPendingPerConnection || unsent() > kReadPauseBytes) break;
     }
-    if (closed_) return;
-    flush();
-    if (!closed_) update_interest();
+    if (!closed_) flush();
 }
 
 void TcpConnection::process_buffer() {
+    // Re-entry (an answer delivered while a query of this buffer is being handled) must not
+    // handle the same bytes twice: the outer call's loop goes on with what is left.
+    if (processing_ || closed_) return;
+    processing_ = true;
     thread_local std::vector<uint8_t> answer(kMaxAnswer);
     size_t offset = 0;
-    while (!closed_ && in_length_ - offset >= 2 && pending_ < kMaxPendingPerConnection) {
+    bool complete_waiting = false;
+    while (!closed_ && in_length_ - offset >= 2) {
         const size_t length = dns::read_u16(in_.data() + offset);
         if (length < dns::kHeaderSize || length > kMaxQueryLength) {
+            processing_ = false;
             close_connection();
             return;
         }
         if (in_length_ - offset < 2 + length) break;
+        if (pending_ >= kMaxPendingPerConnection || unsent() > kReadPauseBytes) {
+            complete_waiting = true;  // held back until answers drain, not the client's fault
+            break;
+        }
         ClientOrigin origin;
         origin.transport = Transport::Tcp;
         origin.tcp_connection = id_;
@@ -116,38 +145,59 @@ void TcpConnection::process_buffer() {
         const HandleResult result =
             pipeline_.handle(dns::Bytes(in_.data() + offset + 2, length), origin, answer);
         offset += 2 + length;
+        idle_since_ms_ = loop_.now_ms();
         if (result.pending) ++pending_;
-        if (result.reply_length > 0)
+        if (result.reply_length > 0) {
             queue(std::span<const uint8_t>(answer.data(), result.reply_length));
+        }
     }
+    processing_ = false;
+    if (closed_) return;
     if (offset > 0) {
         std::memmove(in_.data(), in_.data() + offset, in_length_ - offset);
         in_length_ -= offset;
     }
+    if (in_length_ == 0 || complete_waiting) {
+        partial_since_ms_ = 0;
+    } else if (offset > 0 || partial_since_ms_ == 0) {
+        partial_since_ms_ = loop_.now_ms();  // a new query has begun
+    }
+    reschedule();
 }
 
-void TcpConnection::queue(std::span<const uint8_t> answer) {
+bool TcpConnection::queue(std::span<const uint8_t> answer) {
+    const size_t bytes = 2 + answer.size();
+    const size_t total = shared_.queued_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    if (unsent() + bytes > kMaxUnsentBytes || total > kMaxQueuedBytesTotal) {
+        // A client that does not read its answers: it may not hold the daemon's memory.
+        shared_.queued_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+        close_connection();
+        return false;
+    }
     const size_t at = out_.size();
-    out_.resize(at + 2 + answer.size());
+    out_.resize(at + bytes);
     dns::write_u16(out_.data() + at, static_cast<uint16_t>(answer.size()));
     std::memcpy(out_.data() + at + 2, answer.data(), answer.size());
+    idle_since_ms_ = loop_.now_ms();
+    return true;
 }
 
 void TcpConnection::send_answer(std::span<const uint8_t> answer) {
     if (closed_) return;
     if (pending_ > 0) --pending_;
-    queue(answer);
+    if (!queue(answer)) return;
+    if (processing_) return;  // the running process_buffer() writes it when it is done
     flush();
     if (closed_) return;
-    // Answers freed room: read queries that were held back.
+    // Answers freed room: handle queries that were held back.
     if (in_length_ >= 2) process_buffer();
-    if (!closed_) {
-        flush();
-        if (!closed_) update_interest();
-    }
+    if (closed_) return;
+    flush();
+    if (!closed_) update_interest();
 }
 
 void TcpConnection::flush() {
+    const size_t before = unsent();
     while (out_offset_ < out_.size()) {
         const ssize_t n =
             send(fd_, out_.data() + out_offset_, out_.size() - out_offset_, MSG_NOSIGNAL);
@@ -158,12 +208,17 @@ void TcpConnection::flush() {
             return;
         }
         out_offset_ += static_cast<size_t>(n);
-        last_activity_ms_ = loop_.now_ms();
     }
+    const size_t written = before - unsent();
+    shared_.queued_bytes.fetch_sub(written, std::memory_order_relaxed);
     if (out_offset_ == out_.size()) {
         out_.clear();
         out_offset_ = 0;
+        write_blocked_since_ = 0;
+    } else if (written > 0 || write_blocked_since_ == 0) {
+        write_blocked_since_ = loop_.now_ms();
     }
+    reschedule();
 }
 
 void TcpConnection::update_interest() {
@@ -172,8 +227,8 @@ void TcpConnection::update_interest() {
         return;
     }
     uint32_t wanted = 0;
-    const bool can_read = !peer_closed_ && pending_ < kMaxPendingPerConnection &&
-                          out_.size() - out_offset_ <= kMaxUnsentBytes;
+    const bool can_read =
+        !peer_closed_ && pending_ < kMaxPendingPerConnection && unsent() <= kReadPauseBytes;
     if (can_read) wanted |= EPOLLIN;
     if (!out_.empty()) wanted |= EPOLLOUT;
     if (wanted != interest_) {
@@ -185,38 +240,42 @@ void TcpConnection::update_interest() {
 void TcpConnection::close_connection() {
     if (closed_) return;
     closed_ = true;
-    loop_.cancel_timer(idle_timer_);
+    loop_.cancel_timer(timer_);
     loop_.remove(registration_);
     close(fd_);
+    shared_.queued_bytes.fetch_sub(unsent(), std::memory_order_relaxed);
+    out_.clear();
+    out_offset_ = 0;
     owner_.release(id_);
 }
 
-TcpConnections::TcpConnections(EventLoop& loop, QueryPipeline& pipeline,
-                               std::atomic<uint32_t>& global_count, uint32_t max_connections,
-                               uint32_t idle_timeout_ms)
-    : loop_(loop),
-      pipeline_(pipeline),
-      global_count_(global_count),
-      max_connections_(max_connections),
-      idle_timeout_ms_(idle_timeout_ms) {}
+TcpConnections::TcpConnections(EventLoop& loop, QueryPipeline& pipeline, TcpShared& shared)
+    : loop_(loop), pipeline_(pipeline), shared_(shared) {}
 
 bool TcpConnections::adopt(int fd, const sockaddr_storage& peer, socklen_t peer_len) {
-    if (global_count_.fetch_add(1, std::memory_order_relaxed) >= max_connections_) {
-        global_count_.fetch_sub(1, std::memory_order_relaxed);
+    const auto* peer_sa = reinterpret_cast<const sockaddr*>(&peer);
+    if (shared_.connections.fetch_add(1, std::memory_order_relaxed) >=
+        shared_.limits.max_connections) {
+        shared_.connections.fetch_sub(1, std::memory_order_relaxed);
+        close(fd);
+        return false;
+    }
+    if (!shared_.per_client.acquire(peer_sa, shared_.limits.max_per_client)) {
+        shared_.connections.fetch_sub(1, std::memory_order_relaxed);
         close(fd);
         return false;
     }
     uint64_t id;
     std::unique_ptr<TcpConnection>* slot = connections_.add(id);
     if (slot != nullptr) {
-        *slot = std::make_unique<TcpConnection>(*this, loop_, pipeline_, fd, id, peer, peer_len,
-                                                idle_timeout_ms_);
+        *slot = std::make_unique<TcpConnection>(*this, loop_, pipeline_, fd, id, peer, peer_len);
         if ((*slot)->register_with_loop()) return true;
         connections_.remove(id);  // destroys the connection, which closes fd
     } else {
         close(fd);
     }
-    global_count_.fetch_sub(1, std::memory_order_relaxed);
+    shared_.per_client.release(peer_sa);
+    shared_.connections.fetch_sub(1, std::memory_order_relaxed);
     return false;
 }
 
@@ -228,7 +287,8 @@ TcpConnection* TcpConnections::find(uint64_t id) {
 void TcpConnections::release(uint64_t id) {
     std::unique_ptr<TcpConnection>* slot = connections_.find(id);
     if (slot == nullptr) return;
-    global_count_.fetch_sub(1, std::memory_order_relaxed);
+    shared_.per_client.release(reinterpret_cast<const sockaddr*>(&(*slot)->peer()));
+    shared_.connections.fetch_sub(1, std::memory_order_relaxed);
     // The connection may be on the call stack (it closed itself): destroy it on the next turn.
     graveyard_.push_back(std::move(*slot));
     connections_.remove(id);  // find() no longer returns it
@@ -238,6 +298,12 @@ void TcpConnections::release(uint64_t id) {
 }
 
 void TcpConnections::close_all() {
+    connections_.for_each([this](uint64_t, std::unique_ptr<TcpConnection>& c) {
+        if (c && !c->closed()) {
+            shared_.per_client.release(reinterpret_cast<const sockaddr*>(&c->peer()));
+            shared_.connections.fetch_sub(1, std::memory_order_relaxed);
+        }
+    });
     connections_.clear();
     graveyard_.clear();
 }

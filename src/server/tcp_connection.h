@@ -1,13 +1,18 @@
 // DNS over TCP (RFC 7766): length-prefixed messages, several queries pipelined on one
-// connection, answers written as they become ready (out of order), an idle timeout, and
-// back-pressure: a connection with too many unanswered queries or too much unsent data stops
-// being read until it drains. A length prefix outside the allowed range closes it.
+// connection, answers written as they become ready (out of order), and limits that keep one
+// client from holding more than its share:
+// - an idle timeout that only a complete query or answer resets, and a read deadline for a
+//   query once its first byte arrived (slowloris: a byte a second keeps nothing open);
+// - back-pressure: a connection with too many unanswered queries or too much unsent data
+//   stops being read until it drains; every queued byte counts against a per-connection and
+//   a process-wide bound, and a client that lets either overflow is disconnected;
+// - per-address and global connection caps, checked at accept (TcpConnections).
+// One worker's connections, used only from its thread.
 #pragma once
 
 #include <sys/socket.h>
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -15,6 +20,7 @@
 #include "common/event_loop.h"
 #include "common/slot_table.h"
 #include "server/query_pipeline.h"
+#include "server/tcp_shared.h"
 
 namespace nscache::server {
 
@@ -24,35 +30,46 @@ class TcpConnection final : public EventHandler {
   public:
     // Queries longer than this are not queries: the connection is closed.
     static constexpr size_t kMaxQueryLength = 4096;
+    // Unsent answer bytes above which the connection is not read until it drains...
+    static constexpr size_t kReadPauseBytes = 64 << 10;
+    // ...and above which the client, which is not reading, is disconnected.
+    static constexpr size_t kMaxUnsentBytes = 1 << 20;
+    // Unsent bytes of all connections together (process-wide).
+    static constexpr size_t kMaxQueuedBytesTotal = 64 << 20;
+    static constexpr uint32_t kMaxPendingPerConnection = 64;
 
     TcpConnection(TcpConnections& owner, EventLoop& loop, QueryPipeline& pipeline, int fd,
-                  uint64_t id, const sockaddr_storage& peer, socklen_t peer_len,
-                  uint32_t idle_timeout_ms);
+                  uint64_t id, const sockaddr_storage& peer, socklen_t peer_len);
     ~TcpConnection();
 
     bool register_with_loop();
     void on_event(uint32_t events) override;
     // An answer that was pending: queue it and write what the socket takes.
     void send_answer(std::span<const uint8_t> answer);
+    bool closed() const { return closed_; }
+    const sockaddr_storage& peer() const { return peer_; }
 
   private:
     void read_queries();
     void process_buffer();
-    void queue(std::span<const uint8_t> answer);
+    // False (and the connection closed) when the answer would overflow a bound.
+    bool queue(std::span<const uint8_t> answer);
     void flush();
     void update_interest();
-    void arm_idle_timer(uint64_t at_ms);
-    void on_idle_timer();
+    size_t unsent() const { return out_.size() - out_offset_; }
+    // One timer per connection, at the earliest of its deadlines.
+    void reschedule();
+    void on_timer();
     void close_connection();
 
     TcpConnections& owner_;
+    TcpShared& shared_;
     EventLoop& loop_;
     QueryPipeline& pipeline_;
     const int fd_;
     const uint64_t id_;
     sockaddr_storage peer_;
     socklen_t peer_len_;
-    const uint32_t idle_timeout_ms_;
 
     EventLoop::Registration registration_ = EventLoop::kNoRegistration;
     uint32_t interest_ = 0;
@@ -61,32 +78,35 @@ class TcpConnection final : public EventHandler {
     std::vector<uint8_t> out_;
     size_t out_offset_ = 0;
     uint32_t pending_ = 0;
+    bool processing_ = false;  // inside process_buffer(): answers are queued, not processed
     bool peer_closed_ = false;
     bool closed_ = false;
-    uint64_t last_activity_ms_ = 0;
-    EventLoop::TimerHandle idle_timer_ = EventLoop::kNoTimer;
+    uint64_t idle_since_ms_ = 0;        // last complete query in or answer out
+    uint64_t partial_since_ms_ = 0;     // first byte of an incomplete query; 0: none
+    uint64_t write_blocked_since_ = 0;  // when unsent data last made no progress; 0: none
+    EventLoop::TimerHandle timer_ = EventLoop::kNoTimer;
+    uint64_t timer_at_ = 0;
 };
 
-// The connections of one worker, addressed by ids that carry a generation (a pending answer
-// for a connection that has since closed finds nothing).
+// The connections of one worker, addressed by SlotTable ids (a pending answer for a
+// connection that has since closed finds nothing).
 class TcpConnections {
   public:
-    TcpConnections(EventLoop& loop, QueryPipeline& pipeline, std::atomic<uint32_t>& global_count,
-                   uint32_t max_connections, uint32_t idle_timeout_ms);
+    TcpConnections(EventLoop& loop, QueryPipeline& pipeline, TcpShared& shared);
 
-    // Takes ownership of an accepted socket; false (socket closed) over the limit.
+    // Takes ownership of an accepted socket; false (socket closed) over a connection cap.
     bool adopt(int fd, const sockaddr_storage& peer, socklen_t peer_len);
     TcpConnection* find(uint64_t id);
     // Called by a connection that closed itself; it is destroyed on the loop's next turn.
     void release(uint64_t id);
     void close_all();
+    TcpShared& shared() { return shared_; }
+    size_t size() const { return connections_.size(); }
 
   private:
     EventLoop& loop_;
     QueryPipeline& pipeline_;
-    std::atomic<uint32_t>& global_count_;
-    const uint32_t max_connections_;
-    const uint32_t idle_timeout_ms_;
+    TcpShared& shared_;
     SlotTable<std::unique_ptr<TcpConnection>> connections_;
     std::vector<std::unique_ptr<TcpConnection>> graveyard_;
 };

@@ -1,5 +1,6 @@
 #include "server/worker.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -10,14 +11,23 @@
 
 namespace nscache::server {
 
-// Accepts connections on one TCP listening socket of this worker.
+// Accepts connections on one TCP listening socket of this worker. Clients outside `allow` are
+// closed at once, before they cost a connection slot or a byte of buffer.
 class TcpAcceptor final : public EventHandler {
   public:
-    TcpAcceptor(int fd, TcpConnections& connections, WorkerCounters& counters)
-        : fd_(fd), connections_(connections), counters_(counters) {}
-    ~TcpAcceptor() { close(fd_); }
+    TcpAcceptor(int fd, EventLoop& loop, const AccessList& access, TcpConnections& connections,
+                WorkerCounters& counters)
+        : fd_(fd), loop_(loop), access_(access), connections_(connections), counters_(counters) {
+        spare_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    }
+    ~TcpAcceptor() {
+        loop_.cancel_timer(resume_timer_);
+        close(fd_);
+        if (spare_ >= 0) close(spare_);
+    }
 
     int fd() const { return fd_; }
+    void registered(EventLoop::Registration reg) { registration_ = reg; }
 
     void on_event(uint32_t) override {
         for (int i = 0; i < 64; ++i) {
@@ -26,8 +36,13 @@ class TcpAcceptor final : public EventHandler {
             const int fd = accept4(fd_, reinterpret_cast<sockaddr*>(&peer), &len,
                                    SOCK_NONBLOCK | SOCK_CLOEXEC);
             if (fd < 0) {
-                if (errno == EMFILE || errno == ENFILE) log_warning("accept: out of descriptors");
+                if (errno == EMFILE || errno == ENFILE) out_of_descriptors();
                 return;
+            }
+            if (!access_.allows(reinterpret_cast<const sockaddr*>(&peer))) {
+                close(fd);
+                bump(counters_.tcp_rejected);
+                continue;
             }
             if (connections_.adopt(fd, peer, len)) {
                 bump(counters_.tcp_connections);
@@ -38,9 +53,39 @@ class TcpAcceptor final : public EventHandler {
     }
 
   private:
+    // The pending connection keeps the listening socket readable: on a level-triggered loop
+    // that is a busy spin. Shed it with the spare descriptor; if even that fails (the system
+    // is out of files), stop listening for a moment.
+    void out_of_descriptors() {
+        log_warning_limited("accept: out of file descriptors; shedding TCP connections");
+        if (spare_ >= 0) {
+            close(spare_);
+            const int fd = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+            if (fd >= 0) {
+                close(fd);
+                bump(counters_.tcp_rejected);
+            }
+            spare_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+            if (fd >= 0) return;
+        }
+        if (resume_timer_ != EventLoop::kNoTimer) return;
+        loop_.modify(registration_, 0);
+        resume_timer_ = loop_.add_timer(loop_.now_ms() + kPauseMs, [this] {
+            resume_timer_ = EventLoop::kNoTimer;
+            if (spare_ < 0) spare_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+            loop_.modify(registration_, EPOLLIN);
+        });
+    }
+
+    static constexpr uint64_t kPauseMs = 100;
     const int fd_;
+    EventLoop& loop_;
+    const AccessList& access_;
     TcpConnections& connections_;
     WorkerCounters& counters_;
+    int spare_ = -1;
+    EventLoop::Registration registration_ = EventLoop::kNoRegistration;
+    EventLoop::TimerHandle resume_timer_ = EventLoop::kNoTimer;
 };
 
 Worker::Worker(uint32_t index, ServerShared& shared, WorkerCounters& counters,
@@ -49,14 +94,16 @@ Worker::Worker(uint32_t index, ServerShared& shared, WorkerCounters& counters,
       queue_(loop_),
       resolver_(index, loop_, shared.resolver, pipeline_, counters),
       pipeline_(shared, loop_, resolver_, counters, *this),
-      tcp_(loop_, pipeline_, shared.tcp_connections, shared.config.max_tcp_connections,
-           shared.config.tcp_idle_timeout_ms) {
+      tcp_(loop_, pipeline_, shared.tcp) {
     const size_t max_answer = std::max<size_t>(shared.config.edns_buffer_size, dns::kMinUdpPayload);
     for (size_t i = 0; i < udp_fds.size(); ++i) {
         udp_.push_back(std::make_unique<UdpSocket>(udp_fds[i], static_cast<uint16_t>(i), pipeline_,
                                                    max_answer));
     }
-    for (int fd : tcp_fds) acceptors_.push_back(std::make_unique<TcpAcceptor>(fd, tcp_, counters_));
+    for (int fd : tcp_fds) {
+        acceptors_.push_back(
+            std::make_unique<TcpAcceptor>(fd, loop_, shared.access, tcp_, counters_));
+    }
 }
 
 Worker::~Worker() {
@@ -66,7 +113,10 @@ Worker::~Worker() {
 void Worker::run() {
     EventLoop::Registration ignored;
     for (auto& socket : udp_) loop_.add(socket->fd(), EPOLLIN, socket.get(), ignored);
-    for (auto& acceptor : acceptors_) loop_.add(acceptor->fd(), EPOLLIN, acceptor.get(), ignored);
+    for (auto& acceptor : acceptors_) {
+        EventLoop::Registration reg;
+        if (loop_.add(acceptor->fd(), EPOLLIN, acceptor.get(), reg)) acceptor->registered(reg);
+    }
     loop_.run([this] { queue_.drain(pipeline_); });
     tcp_.close_all();
 }

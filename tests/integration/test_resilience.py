@@ -504,7 +504,8 @@ def _read_frame(sock, timeout):
 def test_500_idle_tcp_connections_do_not_delay_udp(daemon, nsd, nofile_limit):
     n_conns = 500
     nofile_limit(n_conns + 200)
-    d = daemon(nsd.addr, config='max-tcp-connections = 700\ntcp-idle-timeout = "60s"\n')
+    d = daemon(nsd.addr, config='max-tcp-connections = 700\nmax-tcp-per-client = 700\n'
+                                'tcp-idle-timeout = "60s"\n')
     assert a_addrs(udp(d.port, f"www.{ZONE}")) == ["192.0.2.1"]
     s0 = d.stats()
     conns = []

@@ -1,0 +1,214 @@
+#include "server/tcp_connection.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "server_test_support.h"
+
+namespace nscache::server {
+namespace {
+
+using testing::read_messages;
+using testing::ServerHarness;
+using testing::tcp_query;
+using testing::write_all;
+
+uint16_t id_of(const std::vector<uint8_t>& msg) {
+    return dns::read_u16(msg.data());
+}
+
+TEST(TcpConnection, PipelinedHitsAreAnsweredInOrder) {
+    ServerHarness h;
+    h.cache_a("www.example.test");
+    const int client = h.connect_client();
+    std::vector<uint8_t> burst;
+    for (uint16_t id = 1; id <= 10; ++id) {
+        auto q = tcp_query("www.example.test", dns::rtype::A, id);
+        burst.insert(burst.end(), q.begin(), q.end());
+    }
+    write_all(client, burst);
+    h.run_for(5);
+    std::vector<uint8_t> buffer;
+    auto answers = read_messages(client, buffer);
+    ASSERT_EQ(answers.size(), 10u);
+    for (uint16_t i = 0; i < 10; ++i) EXPECT_EQ(id_of(answers[i]), i + 1);
+    close(client);
+}
+
+TEST(TcpConnection, MissesAreAnsweredOutOfOrderWhenTheirAnswersArrive) {
+    ServerHarness h;
+    const int client = h.connect_client();
+    auto a = tcp_query("a.example.test", dns::rtype::A, 1);
+    auto b = tcp_query("b.example.test", dns::rtype::A, 2);
+    a.insert(a.end(), b.begin(), b.end());
+    write_all(client, a);
+    h.run_for(3);
+    ASSERT_EQ(h.forwarder.resolved.size(), 2u);
+    // The second question's answer comes first (SERVFAIL outcomes: no answer object).
+    h.pipeline.deliver(h.forwarder.resolved[1].cookie, {});
+    h.pipeline.deliver(h.forwarder.resolved[0].cookie, {});
+    h.run_for(2);
+    std::vector<uint8_t> buffer;
+    auto answers = read_messages(client, buffer);
+    ASSERT_EQ(answers.size(), 2u);
+    EXPECT_EQ(id_of(answers[0]), 2);
+    EXPECT_EQ(id_of(answers[1]), 1);
+    close(client);
+}
+
+// The crash of the audit: an answer delivered while process_buffer() was still handling the
+// query handled that query again, recursively, until the stack overflowed. Whatever the
+// forwarder does, each query is handled once and answered once.
+TEST(TcpConnection, AnswerDeliveredFromInsideHandleIsNotReentered) {
+    ServerHarness h;
+    h.forwarder.answer_inside_resolve = [&h](uint64_t cookie) { h.pipeline.deliver(cookie, {}); };
+    const int client = h.connect_client();
+    std::vector<uint8_t> burst;
+    for (uint16_t id = 1; id <= 50; ++id) {
+        auto q = tcp_query("miss" + std::to_string(id) + ".example.test", dns::rtype::A, id);
+        burst.insert(burst.end(), q.begin(), q.end());
+    }
+    write_all(client, burst);
+    h.run_for(10);
+    std::vector<uint8_t> buffer;
+    auto answers = read_messages(client, buffer);
+    EXPECT_EQ(h.forwarder.resolved.size(), 50u);
+    ASSERT_EQ(answers.size(), 50u);
+    std::set<uint16_t> ids;
+    for (const auto& m : answers) ids.insert(id_of(m));
+    EXPECT_EQ(ids.size(), 50u);
+    close(client);
+}
+
+TEST(TcpConnection, OverloadedForwarderMeansServfailAtOnce) {
+    ServerHarness h;
+    h.forwarder.accept = false;
+    const int client = h.connect_client();
+    write_all(client, tcp_query("x.example.test", dns::rtype::A, 7));
+    h.run_for(3);
+    std::vector<uint8_t> buffer;
+    auto answers = read_messages(client, buffer);
+    ASSERT_EQ(answers.size(), 1u);
+    EXPECT_EQ(answers[0][3] & 0x0F, static_cast<int>(dns::Rcode::ServFail));
+    close(client);
+}
+
+// Slowloris: a byte at a time used to reset the idle timer forever. A query must be complete
+// within the read timeout of its first byte.
+TEST(TcpConnection, TricklingQueryIsCutOffAtTheReadTimeout) {
+    ServerHarness h(testing::test_config(),
+                    TcpLimits{.idle_timeout_ms = 60'000, .read_timeout_ms = 100});
+    const int client = h.connect_client();
+    const auto query = tcp_query("www.example.test", dns::rtype::A, 1);
+    bool eof = false;
+    std::vector<uint8_t> buffer;
+    size_t sent = 0;
+    // A byte every 40 ms: the query would take well over a second to complete.
+    while (!eof && sent < query.size() - 1) {
+        if (send(client, &query[sent], 1, MSG_NOSIGNAL) == 1) ++sent;
+        for (int i = 0; i < 4 && !eof; ++i) {
+            h.run_for(1, 10);
+            read_messages(client, buffer, &eof);
+        }
+    }
+    EXPECT_TRUE(eof) << "the connection stayed open while the query trickled in";
+    EXPECT_LT(sent, query.size() - 1);
+    close(client);
+}
+
+TEST(TcpConnection, IdleConnectionIsClosed) {
+    ServerHarness h(testing::test_config(), TcpLimits{.idle_timeout_ms = 50});
+    const int client = h.connect_client();
+    bool eof = false;
+    std::vector<uint8_t> buffer;
+    for (int i = 0; i < 100 && !eof; ++i) {
+        h.run_for(1, 20);
+        read_messages(client, buffer, &eof);
+    }
+    EXPECT_TRUE(eof);
+    close(client);
+}
+
+// A client that asks and never reads may not make the daemon queue its answers without bound.
+TEST(TcpConnection, ClientThatNeverReadsIsDisconnectedAndItsBytesReleased) {
+    ServerHarness h;
+    const int client = h.connect_client();
+    // Keep the socket's own buffers small, so unread answers pile up in the daemon.
+    int small = 4096;
+    setsockopt(client, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    std::vector<uint8_t> burst;
+    for (uint16_t id = 1; id <= 60; ++id) {
+        auto q = tcp_query("big" + std::to_string(id) + ".example.test", dns::rtype::TXT, id);
+        burst.insert(burst.end(), q.begin(), q.end());
+    }
+    write_all(client, burst);
+    h.run_for(5);
+    ASSERT_EQ(h.forwarder.resolved.size(), 60u);
+    // Each answer is ~60 KB: 60 of them are 3.6 MB, over the 1 MiB a connection may queue.
+    cache::PreparedAnswer big;
+    big.ancount = 0;
+    big.records.assign(60'000, 0);
+    auto shared_big = std::make_shared<const cache::PreparedAnswer>(big);
+    for (const auto& call : h.forwarder.resolved) {
+        h.pipeline.deliver(call.cookie, upstream::ResolveOutcome{shared_big});
+    }
+    h.run_for(3);
+    EXPECT_EQ(h.tcp.size(), 0u) << "the connection should be closed";
+    EXPECT_EQ(h.shared.tcp.queued_bytes.load(), 0u);
+    close(client);
+}
+
+TEST(TcpConnection, PerClientCapRefusesTheConnectionOverIt) {
+    ServerHarness h(testing::test_config(), TcpLimits{.max_per_client = 2});
+    const int a = h.connect_client(1);
+    const int b = h.connect_client(2);
+    int fds[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
+    EXPECT_FALSE(h.tcp.adopt(fds[0], testing::loopback_peer(3), sizeof(sockaddr_in)));
+    close(fds[1]);
+    EXPECT_EQ(h.tcp.size(), 2u);
+    close(a);
+    h.run_for(3);  // a's close is seen: its address has room again
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
+    EXPECT_TRUE(h.tcp.adopt(fds[0], testing::loopback_peer(4), sizeof(sockaddr_in)));
+    close(fds[1]);
+    close(b);
+}
+
+// A socket epoll refuses (here a regular file) must fail alone: the failed connection's
+// clean-up once unregistered whatever handler held registration 0, the worker's UDP socket.
+TEST(TcpConnection, FailedAdoptLeavesOtherHandlersRegistered) {
+    ServerHarness h;
+    int udp[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, udp), 0);
+    struct Counter final : EventHandler {
+        int fd = -1;
+        int events = 0;
+        void on_event(uint32_t) override {
+            char c;
+            if (recv(fd, &c, 1, 0) == 1) ++events;
+        }
+    } listener;
+    listener.fd = udp[0];
+    EventLoop::Registration reg;
+    ASSERT_TRUE(h.loop.add(udp[0], EPOLLIN, &listener, reg));
+    FILE* f = tmpfile();
+    EXPECT_FALSE(h.tcp.adopt(dup(fileno(f)), testing::loopback_peer(), sizeof(sockaddr_in)));
+    fclose(f);
+    ASSERT_EQ(write(udp[1], "x", 1), 1);
+    h.run_for(2);
+    EXPECT_EQ(listener.events, 1);
+    EXPECT_EQ(h.shared.tcp.connections.load(), 0u);
+    h.loop.remove(reg);
+    close(udp[0]);
+    close(udp[1]);
+}
+
+}  // namespace
+}  // namespace nscache::server
