@@ -9,10 +9,13 @@
 
 #include "cache/cache.h"
 #include "cli/privileges.h"
+#include "cli/resource_limits.h"
 #include "common/clock.h"
 #include "common/counters.h"
 #include "common/files.h"
 #include "common/log.h"
+#include "common/runtime_lock.h"
+#include "common/sd_notify.h"
 #include "control/cache_file.h"
 #include "control/control_server.h"
 #include "server/listen_sockets.h"
@@ -38,12 +41,53 @@ cache::CacheConfig cache_config(const Config& c) {
                               .stale_ttl_s = c.serve_stale ? c.stale_ttl_s : 0};
 }
 
-upstream::ResolverOptions resolver_options(const Config& c) {
+upstream::ResolverOptions resolver_options(const Config& c, uint32_t max_outstanding) {
     upstream::ResolverOptions o;
     o.query_timeout_ms = c.query_timeout_ms;
+    o.max_outstanding = max_outstanding;
     o.edns_buffer_size = c.edns_buffer_size;
     o.ttl = cache::TtlPolicy{c.min_ttl, c.max_ttl, c.negative_max_ttl, c.servfail_ttl};
     return o;
+}
+
+server::TcpLimits tcp_limits(const Config& c) {
+    return server::TcpLimits{.idle_timeout_ms = c.tcp_idle_timeout_ms,
+                             .read_timeout_ms = c.tcp_read_timeout_ms,
+                             .max_connections = c.max_tcp_connections,
+                             .max_per_client = c.max_tcp_per_client};
+}
+
+// Every socket this instance would take from another one configured alike.
+std::vector<std::string> runtime_paths(const Config& c) {
+    std::vector<std::string> paths{c.control};
+    if (c.nss) paths.push_back(c.nss_socket);
+    return paths;
+}
+
+// Upstream queries per worker that fit the descriptor limit (raised to its maximum first).
+uint32_t upstream_queries_within_limits(const Config& config) {
+    const uint64_t limit = raise_descriptor_limit();
+    const uint32_t fits = fit_upstream_queries(limit, config, config.threads);
+    if (fits < config.max_upstream_queries) {
+        log_warning(
+            "descriptor limit %llu: max-upstream-queries lowered from %u to %u per worker "
+            "(raise LimitNOFILE or ulimit -n)",
+            static_cast<unsigned long long>(limit), config.max_upstream_queries, fits);
+    }
+    return fits;
+}
+
+void warn_about_memory_bound(const Config& config) {
+    // The cache's budget plus what the daemon needs besides it (measured: ~12 MiB, and
+    // buffers per worker); a cgroup bound below that ends in an OOM kill under load.
+    const uint64_t needed = config.cache_size + (uint64_t{32} << 20) + config.threads * (4u << 20);
+    if (auto max = cgroup_memory_max(); max && *max < needed) {
+        log_warning(
+            "cache-size %zu needs about %llu bytes, more than this cgroup's memory.max "
+            "%llu: lower cache-size or raise MemoryMax",
+            config.cache_size, static_cast<unsigned long long>(needed),
+            static_cast<unsigned long long>(*max));
+    }
 }
 
 }  // namespace
@@ -54,12 +98,22 @@ int run_daemon(const Config& config) {
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     signal(SIGPIPE, SIG_IGN);
 
+    // First of all: a second instance with the same paths must touch nothing of the first.
+    RuntimeLock runtime_lock;
+    if (auto error = runtime_lock.acquire(runtime_paths(config))) {
+        log_error("%s", error->c_str());
+        return 1;
+    }
+    warn_about_memory_bound(config);
+
     const uint64_t started_ms = monotonic_ms();
     cache::Cache cache(cache_config(config));
     upstream::UpstreamSet upstreams(config.upstreams);
-    upstream::ResolverShared resolver_shared{resolver_options(config), cache, upstreams, {}, {}};
+    upstream::ResolverShared resolver_shared{
+        resolver_options(config, upstream_queries_within_limits(config)), cache, upstreams, {}, {}};
     server::ServerShared shared{config,  cache, resolver_shared, server::AccessList(config.allow),
                                 nullptr, {}};
+    shared.tcp.limits = tcp_limits(config);
     if (config.rate_limit > 0) {
         shared.rate_limiter =
             std::make_unique<server::RateLimiter>(config.rate_limit, config.rate_limit_burst);
@@ -130,13 +184,9 @@ int run_daemon(const Config& config) {
     }
 
     if (user) {
-        // The runtime folders become the user's, so it can replace and remove its files.
-        for (const std::string& path : {config.control, config.nss_socket, config.nss_map}) {
-            const std::string folder = parent_folder(path);
-            if (folder == "/run/nscache" && chown(folder.c_str(), user->uid, user->gid) != 0) {
-                log_warning("cannot give %s to %s", folder.c_str(), config.user.c_str());
-            }
-        }
+        // The runtime folder stays root's: every socket in it is bound by now, and a folder
+        // the daemon's user could write would let that user plant links for the next start
+        // (which runs as root) to follow.
         if (auto error = drop_privileges(config.user, *user)) {
             log_error("%s", error->c_str());
             sockets.close_all();
@@ -159,10 +209,14 @@ int run_daemon(const Config& config) {
     log_info("%u workers, cache %zu bytes, %zu upstreams", workers, config.cache_size,
              upstreams.size());
     log_info("ready");
+    // Sockets bound, cache file loaded, workers running: now systemd may start what waits for
+    // name service (nss-lookup.target).
+    sd_notify("READY=1");
 
     int signal_number = 0;
     sigwait(&signals, &signal_number);
     log_info("shutting down (%s)", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+    sd_notify("STOPPING=1");
 
     control_server.stop();
     if (nss) nss->stop();

@@ -99,6 +99,9 @@ int serve_command(const Args& args) {
         }
     }
     if (!listen.empty()) config.listen = listen;
+    if (upstreams.size() > kMaxUpstreams) {
+        return usage_error("at most " + std::to_string(kMaxUpstreams) + " --upstream addresses");
+    }
     if (!upstreams.empty()) config.upstreams = upstreams;
     if (auto error = resolve_defaults(config, kResolvConf)) {
         std::fprintf(stderr, "nscache: %s\n", error->message.c_str());

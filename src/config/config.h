@@ -15,6 +15,9 @@ namespace nscache {
 
 enum class RateLimitAction { Drop, Truncate };
 
+// More upstreams than this are a configuration error (the health bookkeeping is sized for it).
+inline constexpr size_t kMaxUpstreams = 64;
+
 struct Config {
     std::vector<SocketAddress> listen;     // empty: 127.0.0.1:53 and [::1]:53
     std::vector<SocketAddress> upstreams;  // empty: from /etc/resolv.conf
@@ -30,7 +33,10 @@ struct Config {
     uint32_t query_timeout_ms = 2000;
     uint16_t edns_buffer_size = 1232;
     uint32_t max_tcp_connections = 1024;
+    uint32_t max_tcp_per_client = 64;  // connections from one client address
     uint32_t tcp_idle_timeout_ms = 10000;
+    uint32_t tcp_read_timeout_ms = 5000;   // a query's first byte to its last
+    uint32_t max_upstream_queries = 4096;  // in flight per worker; more get SERVFAIL at once
 
     std::string control = "/run/nscache/control.sock";
     // The NSS module's socket and shared map (nss/protocol.h); nss = false turns both off.

@@ -123,7 +123,14 @@ Setter address_list(std::vector<SocketAddress> Config::*field, std::optional<uin
 const std::map<std::string, Setter, std::less<>>& setters() {
     static const std::map<std::string, Setter, std::less<>> table = {
         {"listen", address_list(&Config::listen, std::nullopt)},
-        {"upstream", address_list(&Config::upstreams, 53)},
+        {"upstream",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             if (auto err = address_list(&Config::upstreams, 53)(n, c)) return err;
+             if (c.upstreams.size() > kMaxUpstreams) {
+                 return "at most " + std::to_string(kMaxUpstreams) + " upstreams";
+             }
+             return std::nullopt;
+         }},
         {"threads", [](const toml::node& n, Config& c) { return uint_of(n, c.threads, 1024); }},
         {"cache-size",
          [](const toml::node& n, Config& c) -> std::optional<std::string> {
@@ -162,7 +169,20 @@ const std::map<std::string, Setter, std::less<>>& setters() {
          [](const toml::node& n, Config& c) {
              return uint_of(n, c.max_tcp_connections, 1'000'000);
          }},
+        {"max-tcp-per-client",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             if (auto err = uint_of(n, c.max_tcp_per_client, 1'000'000)) return err;
+             if (c.max_tcp_per_client == 0) return "expected 1 or more";
+             return std::nullopt;
+         }},
         {"tcp-idle-timeout", duration_ms(&Config::tcp_idle_timeout_ms, 3'600'000)},
+        {"tcp-read-timeout", duration_ms(&Config::tcp_read_timeout_ms, 600'000)},
+        {"max-upstream-queries",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             if (auto err = uint_of(n, c.max_upstream_queries, 1'000'000)) return err;
+             if (c.max_upstream_queries == 0) return "expected 1 or more";
+             return std::nullopt;
+         }},
         {"control", string_field(&Config::control)},
         {"control-group", string_field(&Config::control_group)},
         {"nss", bool_field(&Config::nss)},

@@ -62,6 +62,7 @@ std::optional<ConfigError> resolve_defaults(Config& config, const std::string& r
         }
         auto parsed = parse_socket_address(address, 53);
         if (!parsed || is_own_address(*parsed, config.listen)) continue;
+        if (config.upstreams.size() == kMaxUpstreams) break;  // glibc itself reads only 3
         config.upstreams.push_back(*parsed);
     }
     if (config.upstreams.empty()) {

@@ -96,25 +96,42 @@ std::string rdata_to_text(Bytes msg, const RecordView& rr) {
             if (!rdata_is_well_formed(msg, rr)) break;
             size_t after_mname = 0;
             size_t after_rname = 0;
+            // Appended piece by piece: g++ 12 at -O3 reports a false -Wrestrict for
+            // `" " + string`.
             std::string text = name_at(msg, rr.rdata_offset, &after_mname);
-            text += " " + name_at(msg, after_mname, &after_rname);
-            for (int i = 0; i < 5; ++i)
-                text += " " + std::to_string(read_u32(&msg[after_rname + 4 * i]));
+            text += ' ';
+            text += name_at(msg, after_mname, &after_rname);
+            for (int i = 0; i < 5; ++i) {
+                text += ' ';
+                text += std::to_string(read_u32(&msg[after_rname + 4 * i]));
+            }
             return text;
         }
         case rtype::TXT:
             return character_strings(rdata);
         case rtype::SRV:
             if (rdata.size() < 7) break;
-            return std::to_string(read_u16(rdata.data())) + " " +
-                   std::to_string(read_u16(rdata.data() + 2)) + " " +
-                   std::to_string(read_u16(rdata.data() + 4)) + " " +
-                   name_at(msg, rr.rdata_offset + 6);
+            {
+                std::string text = std::to_string(read_u16(rdata.data()));
+                for (size_t at : {size_t{2}, size_t{4}}) {
+                    text += ' ';
+                    text += std::to_string(read_u16(rdata.data() + at));
+                }
+                text += ' ';
+                text += name_at(msg, rr.rdata_offset + 6);
+                return text;
+            }
         default:
             break;
     }
     // RFC 3597 §5: the generic form for anything else.
-    return "\\# " + std::to_string(rdata.size()) + (rdata.empty() ? "" : " " + hex(rdata));
+    std::string text = "\\# ";
+    text += std::to_string(rdata.size());
+    if (!rdata.empty()) {
+        text += ' ';
+        text += hex(rdata);
+    }
+    return text;
 }
 
 }  // namespace
@@ -186,8 +203,13 @@ std::string message_to_text(Bytes msg) {
     for (uint16_t i = 0; i < h.qdcount; ++i) {
         auto name = skip_name(msg, offset);
         if (!name || name->end + 4 > msg.size()) return out + ";; malformed question\n";
-        out += ";" + name_at(msg, offset) + "\t\t" + class_to_text(read_u16(&msg[name->end + 2])) +
-               "\t" + type_to_text(read_u16(&msg[name->end])) + "\n";
+        out += ';';
+        out += name_at(msg, offset);
+        out += "\t\t";
+        out += class_to_text(read_u16(&msg[name->end + 2]));
+        out += '\t';
+        out += type_to_text(read_u16(&msg[name->end]));
+        out += '\n';
         offset = name->end + 4;
     }
     const char* titles[] = {"ANSWER", "AUTHORITY", "ADDITIONAL"};

@@ -205,7 +205,7 @@ def split_addr(s):
 
 
 class Daemon:
-    def __init__(self, binary, args, workdir, control):
+    def __init__(self, binary, args, workdir, control, wrapper=(), extra_env=None):
         self.binary = binary
         self.args = args
         self.workdir = workdir
@@ -216,8 +216,12 @@ class Daemon:
         self.eof = threading.Event()
         self.listening = {}  # ("udp"|"tcp", host) -> port
         self.stdout_file = open(workdir / "stdout.log", "w")
-        self.proc = subprocess.Popen([binary] + args, stdin=subprocess.DEVNULL, stdout=self.stdout_file,
-                                     stderr=subprocess.PIPE, env=clean_env(), cwd=str(workdir))
+        env = clean_env()
+        env.update(extra_env or {})
+        # `wrapper` (prlimit, setpriv...) must exec the daemon, so the PID stays the daemon's.
+        self.proc = subprocess.Popen(list(wrapper) + [binary] + args, stdin=subprocess.DEVNULL,
+                                     stdout=self.stdout_file, stderr=subprocess.PIPE, env=env,
+                                     cwd=str(workdir))
         self.pid = self.proc.pid
         self.stopped_by_test = False
         self.reader = threading.Thread(target=self._drain, daemon=True)
@@ -298,7 +302,8 @@ def daemon(nscache, tmp_path):
     At teardown every daemon gets SIGTERM and must exit 0 within 5 s."""
     started = []
 
-    def start(upstreams, config=None, extra_args=(), threads=2, listen=("127.0.0.1:0",), expect_ready=True):
+    def start(upstreams, config=None, extra_args=(), threads=2, listen=("127.0.0.1:0",), expect_ready=True,
+              wrapper=(), extra_env=None):
         if isinstance(upstreams, str):
             upstreams = [upstreams]
         cfg_text = config.read_text() if isinstance(config, Path) else (config or "")
@@ -334,7 +339,7 @@ def daemon(nscache, tmp_path):
             path.write_text("# empty: all defaults\n")
             args += ["--config", str(path)]
         args += list(extra_args)
-        d = Daemon(nscache, args, workdir, control)
+        d = Daemon(nscache, args, workdir, control, wrapper, extra_env)
         started.append(d)
         if expect_ready:
             if not d.wait_ready(10):

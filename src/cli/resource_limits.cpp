@@ -1,0 +1,61 @@
+#include "cli/resource_limits.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+
+namespace nscache {
+namespace {
+
+// Descriptors the daemon holds besides upstream queries and TCP clients: stdio, epoll and
+// eventfd per thread, the control and metrics sockets and their clients, lock files.
+constexpr uint64_t kFixedDescriptors = 128;
+// NSS socket clients held at once in practice (each lookup is one short connection).
+constexpr uint64_t kNssDescriptors = 256;
+constexpr uint32_t kMinUpstreamQueries = 16;
+
+}  // namespace
+
+uint32_t fit_upstream_queries(uint64_t descriptor_limit, const Config& config, unsigned workers) {
+    const uint64_t w = std::max(workers, 1u);
+    const uint64_t reserved = kFixedDescriptors + uint64_t{config.listen.size()} * 2 * w +
+                              config.max_tcp_connections + (config.nss ? kNssDescriptors : 0) +
+                              config.upstreams.size() + 2 * w;  // probes, spare descriptors
+    const uint64_t left = descriptor_limit > reserved ? descriptor_limit - reserved : 0;
+    const uint64_t fits = left / w / kDescriptorsPerUpstreamQuery;
+    // Never more than configured; never fewer than a handful, even on a tiny limit.
+    return static_cast<uint32_t>(std::min<uint64_t>(config.max_upstream_queries,
+                                                    std::max<uint64_t>(fits, kMinUpstreamQueries)));
+}
+
+uint64_t raise_descriptor_limit() {
+    rlimit rl{};
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlimit raised = rl;
+        raised.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+    }
+    return rl.rlim_cur;
+}
+
+std::optional<uint64_t> cgroup_memory_max() {
+    std::ifstream self("/proc/self/cgroup");
+    std::string line;
+    while (std::getline(self, line)) {
+        if (line.rfind("0::", 0) != 0) continue;  // the cgroup v2 line
+        std::ifstream max("/sys/fs/cgroup" + line.substr(3) + "/memory.max");
+        std::string value;
+        if (!(max >> value) || value == "max") return std::nullopt;
+        try {
+            return std::stoull(value);
+        } catch (...) {
+            return std::nullopt;
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace nscache

@@ -1,0 +1,34 @@
+#include "cli/resource_limits.h"
+
+#include <gtest/gtest.h>
+
+namespace nscache {
+namespace {
+
+Config config_with(uint32_t max_upstream_queries) {
+    Config c;
+    c.listen = {*parse_socket_address("127.0.0.1:53", std::nullopt)};
+    c.upstreams = {*parse_socket_address("192.0.2.53:53", std::nullopt)};
+    c.max_upstream_queries = max_upstream_queries;
+    return c;
+}
+
+TEST(ResourceLimits, ConfiguredUpstreamQueriesWhenTheyFit) {
+    EXPECT_EQ(fit_upstream_queries(1'048'576, config_with(4096), 4), 4096u);
+    EXPECT_EQ(fit_upstream_queries(1'048'576, config_with(1), 4), 1u);  // small stays small
+}
+
+TEST(ResourceLimits, LoweredToFitTheDescriptorLimit) {
+    const Config c = config_with(4096);
+    const uint32_t fits = fit_upstream_queries(65'536, c, 16);
+    EXPECT_LT(fits, 4096u);
+    // What the workers' queries may open, plus the TCP clients, stays under the limit.
+    EXPECT_LE(uint64_t{fits} * 16 * kDescriptorsPerUpstreamQuery + c.max_tcp_connections, 65'536u);
+}
+
+TEST(ResourceLimits, NeverBelowAHandful) {
+    EXPECT_EQ(fit_upstream_queries(100, config_with(4096), 8), 16u);
+}
+
+}  // namespace
+}  // namespace nscache
