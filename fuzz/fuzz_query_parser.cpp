@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::array<uint8_t, 65535> out{};
     if (parsed.verdict != dns::QueryVerdict::Ok) {
         if (parsed.verdict != dns::QueryVerdict::Ignore) {
-            const size_t n = dns::write_error_answer(parsed, 1, out);
+            const size_t n = dns::write_error_answer(parsed, 1, 1232, out);
             fuzz::check(n <= dns::kMaxErrorAnswer);
         }
         return 0;
