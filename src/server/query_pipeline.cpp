@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "dns/any_answer.h"
 #include "dns/name.h"
 
 namespace nscache::server {
@@ -124,6 +125,9 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
     }
 
     const dns::Query& q = parsed.query;
+    if (q.qtype == dns::rtype::ANY) {
+        return {dns::write_any_answer(q, config_.edns_buffer_size, out)};
+    }
     const upstream::Question question = question_of(q);
     const cache::CacheKey key = question.cache_key();
     const cache::RenderLimits limits = limits_for(origin.transport, q);
