@@ -12,6 +12,7 @@ import contextlib
 import ctypes
 import os
 import random
+import re
 import select
 import shutil
 import socket
@@ -304,3 +305,18 @@ def test_rate_limit_covers_refused_answers(netns_pair, daemon, make_fake):
     assert s1["rate_limited"] - s0["rate_limited"] >= 100 - len(replies) - 5
     assert fake.count() == 0
 
+
+WARNING_RE = re.compile(r"^(?:<\d>)?warning: .*allow.*rate-limit")
+
+
+@pytest.mark.parametrize("config,warned", [
+    ('allow = ["127.0.0.0/8", "192.0.2.0/24"]\n', True),
+    ('allow = ["0.0.0.0/0", "::/0"]\n', True),
+    ('allow = ["192.0.2.0/24"]\nrate-limit = 100\n', False),
+    ('allow = ["127.0.0.0/8", "::1/128"]\n', False),
+    ("", False),  # the default: loopback only
+])
+def test_warning_when_allow_reaches_beyond_loopback_without_rate_limit(daemon, fake_upstream, config, warned):
+    d = daemon(fake_upstream.addr, config=config)
+    lines = [l for l in d.stderr_text().splitlines() if WARNING_RE.match(l)]
+    assert bool(lines) == warned, f"config {config!r}: warning lines {lines}\n{d.stderr_text()}"
