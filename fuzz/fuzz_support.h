@@ -18,6 +18,25 @@ inline void check(bool condition) {
     if (!condition) __builtin_trap();
 }
 
+// Work bound on compressed names. One walk of a name follows at most dns::kMaxPointerHops
+// pointers, and a name that follows any takes at least 2 bytes of its message, so walking
+// every name of a message `walks` times follows at most walks * kMaxPointerHops / 2 pointers
+// per byte. A chain of pointers that every record points into breaks this (the hops grow
+// with the square of the size): see fuzz/corpus/*/pointer_chain_bomb.
+inline void start_work() {
+#ifdef NSCACHE_WORK_COUNTERS
+    dns::work_counters::pointer_hops = 0;
+#endif
+}
+inline void check_work(size_t message_bytes, size_t walks) {
+#ifdef NSCACHE_WORK_COUNTERS
+    check(dns::work_counters::pointer_hops <= walks * dns::kMaxPointerHops / 2 * message_bytes);
+#else
+    (void)message_bytes;
+    (void)walks;
+#endif
+}
+
 // A cache holding an A answer for a.test and b.test.
 inline cache::Cache& cache_with_entries() {
     static cache::Cache cache(cache::CacheConfig{.budget_bytes = 1 << 20});

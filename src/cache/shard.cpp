@@ -13,7 +13,7 @@
 namespace nscache::cache {
 namespace {
 
-// Chains longer than this are refused new entries (see shard.h).
+// A chain this long gives up its oldest entry to a new one (see shard.h).
 constexpr size_t kMaxChain = 32;
 // CLOCK gives a visited entry a second chance, but a sweep stops after this many entries and
 // evicts where it stands, so an insert never walks an unbounded stretch of the ring.
@@ -204,7 +204,8 @@ void CacheShard::insert(const CacheKey& key, uint64_t hash, const PreparedAnswer
     State* s = &state_;
     Entry** head = &s->buckets[hash32 & (bucket_count_ - 1)];
     size_t chain = 0;
-    for (Entry* e = *head; e != nullptr; e = e->next, ++chain) {
+    Entry* oldest = nullptr;  // the chain's tail: entries go in at the head
+    for (Entry* e = *head; e != nullptr; oldest = e, e = e->next, ++chain) {
         if (key_matches(e, hash32, key)) {
             // A SERVFAIL says the upstream failed, not that the data changed: it must not
             // replace an answer we hold (fresh, or stale and kept for serve-stale).
@@ -219,8 +220,9 @@ void CacheShard::insert(const CacheKey& key, uint64_t hash, const PreparedAnswer
         }
     }
     if (chain >= kMaxChain) {
-        std::free(fresh);
-        return;
+        // Refusing the insert instead would let 32 types of one name keep its A record out.
+        remove(oldest);
+        evictions_.fetch_add(1, std::memory_order_relaxed);
     }
     reclaim_expired(now_ms, kReclaimSteps);
     while (s->bytes + cost > entry_budget_ && !s->ring.empty()) evict_one(now_ms);

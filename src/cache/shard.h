@@ -4,7 +4,8 @@
 //
 // Buckets are chosen by the name's hash alone (not the type), so all entries of one name share
 // a chain and flush_name is one chain walk. Chains are capped, so a client asking one name
-// for thousands of types cannot build a long chain.
+// for thousands of types cannot build a long chain: a full chain's oldest entry makes room
+// for a new one, so a new answer always gets in.
 #pragma once
 
 #include <atomic>

@@ -118,6 +118,11 @@ int run_daemon(const Config& config) {
         shared.rate_limiter =
             std::make_unique<server::RateLimiter>(config.rate_limit, config.rate_limit_burst);
     }
+    if (!shared.rate_limiter && shared.access.reaches_beyond_loopback()) {
+        log_warning(
+            "allow reaches beyond loopback and rate-limit is not set: replies to other "
+            "hosts are unlimited (a reflection risk); set rate-limit");
+    }
 
     const unsigned workers = config.threads;
     server::ListenSockets sockets;

@@ -20,6 +20,7 @@ std::optional<NameExtent> walk_name(Bytes msg, size_t offset, bool allow_pointer
     size_t end = 0;  // set once, at the first pointer
     size_t pointer_limit = offset;
     size_t wire_length = 0;
+    int hops = 0;
     // Bytes [pos, pos + n) may be read: inside the message, and once behind a pointer, before
     // the name's start and clear of every frozen field.
     auto readable = [&](size_t n) {
@@ -37,6 +38,10 @@ std::optional<NameExtent> walk_name(Bytes msg, size_t offset, bool allow_pointer
             // No name lives in the header. A pointer there reads ID or flag bytes, which differ
             // in every answer rendered from the cache (found by fuzz_upstream_response).
             if (target < kHeaderSize) return std::nullopt;
+            if (++hops > kMaxPointerHops) return std::nullopt;
+#ifdef NSCACHE_WORK_COUNTERS
+            ++work_counters::pointer_hops;
+#endif
             if (end == 0) end = pos + 2;
             pointer_limit = target;
             pos = target;

@@ -4,6 +4,8 @@
 // Compression pointers are followed only backwards, each to an offset smaller than the one
 // before, so a name always terminates: a loop or a forward pointer is a parse error. Real
 // servers only ever point backwards, to names they already wrote, and never into the header.
+// A name may follow at most kMaxPointerHops pointers, so walking one costs at most its
+// 255 expanded bytes plus that many hops, however the message chains its pointers.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +18,22 @@
 #include "dns/wire.h"
 
 namespace nscache::dns {
+
+// Backward pointers alone do not bound the work: a message can chain a thousand pointers and
+// point a hundred records at the chain's end (a 4 KB query costs 10^5 hops, a 64 KB answer
+// 10^7 or more). A compressor points a name at the longest suffix it already wrote, so a
+// chain grows by one hop only for each earlier name exactly one label shorter: real answers
+// need one hop or a few. 16 leaves a wide margin over that, is what dnspython's parser allows
+// (unbound allows 256), and keeps a name's hops well under its 255 label bytes.
+inline constexpr int kMaxPointerHops = 16;
+
+#ifdef NSCACHE_WORK_COUNTERS
+// Fuzz builds only: compression pointers followed on this thread, so a fuzz target can check
+// that its work stays proportional to its input.
+namespace work_counters {
+inline thread_local uint64_t pointer_hops = 0;
+}
+#endif
 
 // A name buffer large enough for any valid name.
 struct NameBuffer {
@@ -43,9 +61,9 @@ struct FrozenFields {
 };
 
 // Walks a possibly compressed name at `offset`. nullopt for a truncated name, a label over 63
-// bytes, an expanded name over 255 bytes, a reserved label type, or a bad pointer: one that
-// points forwards, into the header, at a name that does not end before this one starts, or
-// at bytes of a `frozen` field.
+// bytes, an expanded name over 255 bytes, a reserved label type, more than kMaxPointerHops
+// pointers, or a bad pointer: one that points forwards, into the header, at a name that does
+// not end before this one starts, or at bytes of a `frozen` field.
 std::optional<NameExtent> skip_name(Bytes msg, size_t offset, FrozenFields frozen = {});
 
 // A name that must not be compressed (a query's question): same checks, and any pointer is

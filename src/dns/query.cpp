@@ -8,38 +8,27 @@
 namespace nscache::dns {
 namespace {
 
-constexpr uint16_t kServerUdpSize = 1232;
-
 bool is_transfer_or_mailbox(uint16_t qtype) {
     return qtype == rtype::AXFR || qtype == rtype::IXFR || qtype == rtype::MAILA ||
            qtype == rtype::MAILB;
 }
 
-// Walks the answer, authority and additional sections; records the OPT in `edns`.
-QueryVerdict parse_sections(Bytes msg, size_t offset, const Header& h, Edns& edns) {
-    const size_t records = size_t{h.ancount} + h.nscount + h.arcount;
-    const size_t first_additional = size_t{h.ancount} + h.nscount;
-    for (size_t i = 0; i < records; ++i) {
-        auto rr = read_record(msg, offset);
-        if (!rr) return QueryVerdict::FormErr;
-        if (rr->type == rtype::OPT) {
-            // RFC 6891 §6.1.1: only in the additional section, at most once, owner is root.
-            if (i < first_additional || edns.present || msg[rr->owner_offset] != 0) {
-                return QueryVerdict::FormErr;
-            }
-            edns.present = true;
-            edns.udp_size = rr->rclass < kMinUdpPayload ? kMinUdpPayload : rr->rclass;
-            edns.version = static_cast<uint8_t>(rr->ttl >> 16);
-            edns.do_bit = (rr->ttl & kEdnsDoBit) != 0;
-        }
-        offset = rr->end;
-    }
-    return edns.version > 0 ? QueryVerdict::BadVers : QueryVerdict::Ok;
+Edns edns_of_opt(uint16_t rclass, uint32_t ttl) {
+    Edns edns;
+    edns.present = true;
+    edns.udp_size = rclass < kMinUdpPayload ? kMinUdpPayload : rclass;
+    edns.version = static_cast<uint8_t>(ttl >> 16);
+    edns.do_bit = (ttl & kEdnsDoBit) != 0;
+    return edns;
+}
+
+size_t records_offset(const Query& q) {
+    return kHeaderSize + q.question.size();
 }
 
 }  // namespace
 
-ParsedQuery parse_query(Bytes msg) {
+ParsedQuery parse_query_question(Bytes msg) {
     ParsedQuery parsed;
     if (msg.size() < kHeaderSize) return parsed;
     Query& q = parsed.query;
@@ -59,11 +48,52 @@ ParsedQuery parse_query(Bytes msg) {
     q.qclass = read_u16(&msg[name->end + 2]);
     if (q.qtype == rtype::OPT) return parsed;
     parsed.question_valid = true;
-    parsed.verdict = parse_sections(msg, name->end + 4, q.header, q.edns);
-    if (parsed.verdict == QueryVerdict::Ok && is_transfer_or_mailbox(q.qtype)) {
+    if (q.header.ancount != 0 || q.header.nscount != 0) return parsed;
+    parsed.verdict = QueryVerdict::Ok;
+    return parsed;
+}
+
+void parse_query_records(Bytes msg, ParsedQuery& parsed) {
+    Query& q = parsed.query;
+    size_t offset = records_offset(q);
+    for (size_t i = 0; i < q.header.arcount; ++i) {
+        auto rr = read_record(msg, offset);
+        if (!rr) {
+            parsed.verdict = QueryVerdict::FormErr;
+            return;
+        }
+        if (rr->type == rtype::OPT) {
+            // RFC 6891 §6.1.1: at most once, owner is the root.
+            if (q.edns.present || msg[rr->owner_offset] != 0) {
+                parsed.verdict = QueryVerdict::FormErr;
+                return;
+            }
+            q.edns = edns_of_opt(rr->rclass, rr->ttl);
+        }
+        offset = rr->end;
+    }
+    if (q.edns.version > 0) {
+        parsed.verdict = QueryVerdict::BadVers;
+    } else if (is_transfer_or_mailbox(q.qtype)) {
         parsed.verdict = QueryVerdict::NotImp;
     }
+}
+
+ParsedQuery parse_query(Bytes msg) {
+    ParsedQuery parsed = parse_query_question(msg);
+    if (parsed.verdict == QueryVerdict::Ok) parse_query_records(msg, parsed);
     return parsed;
+}
+
+void peek_query_edns(Bytes msg, ParsedQuery& parsed) {
+    Query& q = parsed.query;
+    if (parsed.verdict != QueryVerdict::Ok || q.header.arcount == 0 || q.edns.present) return;
+    const size_t at = records_offset(q);
+    // Root owner (one byte, no name to walk), type OPT, and the whole record in the message.
+    if (at + kOptRecordSize > msg.size() || msg[at] != 0) return;
+    if (read_u16(&msg[at + 1]) != rtype::OPT) return;
+    if (at + kOptRecordSize + read_u16(&msg[at + 9]) > msg.size()) return;
+    q.edns = edns_of_opt(read_u16(&msg[at + 3]), read_u32(&msg[at + 5]));
 }
 
 void write_opt_record(uint8_t* out, uint16_t udp_size, bool do_bit, uint16_t extended_rcode) {
@@ -77,7 +107,7 @@ void write_opt_record(uint8_t* out, uint16_t udp_size, bool do_bit, uint16_t ext
 }
 
 size_t write_error_answer(const ParsedQuery& parsed, uint16_t extended_rcode,
-                          std::span<uint8_t> out) {
+                          uint16_t server_udp_size, std::span<uint8_t> out) {
     const Query& q = parsed.query;
     Header h;
     h.id = q.header.id;
@@ -90,11 +120,12 @@ size_t write_error_answer(const ParsedQuery& parsed, uint16_t extended_rcode,
         std::memcpy(out.data() + n, q.question.data(), q.question.size());
         n += q.question.size();
     }
-    // The OPT goes back only when the client's own was well formed (RFC 6891 §7), which is
-    // when parsing reached the end: verdict Ok, NotImp after a full parse, or BadVers.
+    // The OPT goes back only when the client's own was well formed (RFC 6891 §7): parsing
+    // reached the end (verdict Ok, NotImp after a full parse, or BadVers), or an answer
+    // written before the records were read found it by peek_query_edns.
     if (q.edns.present && parsed.verdict != QueryVerdict::FormErr) {
         h.arcount = 1;
-        write_opt_record(out.data() + n, kServerUdpSize, q.edns.do_bit, extended_rcode);
+        write_opt_record(out.data() + n, server_udp_size, q.edns.do_bit, extended_rcode);
         n += kOptRecordSize;
     }
     write_header(out.data(), h);

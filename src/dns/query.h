@@ -33,7 +33,8 @@ struct Query {
 enum class QueryVerdict : uint8_t {
     Ok,
     Ignore,   // not answerable: shorter than a header, or QR=1 (a response; RFC 1035 §4.1.1)
-    FormErr,  // malformed question, qdcount != 1, malformed records, several OPTs
+    FormErr,  // malformed question, qdcount != 1, answer or authority records, malformed
+              // records, several OPTs
     NotImp,   // opcode other than QUERY, or a zone-transfer/mailbox qtype
     BadVers,  // EDNS version above 0 (RFC 6891 §6.1.3)
 };
@@ -44,15 +45,34 @@ struct ParsedQuery {
     bool question_valid = false;
 };
 
+// Parsing comes in two steps, so that a server decides whom it answers before it reads more
+// than the header and the question, whatever a sender put after them.
+//
+// parse_query_question reads the header and the question: bounded work (one uncompressed
+// name). Verdict Ok means "read on"; a query with answer or authority records is FormErr
+// here (a query has none, and each would be a name to walk).
+ParsedQuery parse_query_question(Bytes msg);
+
+// Reads the additional records after a question that parse_query_question passed (verdict
+// Ok): sets the verdict, and the EDNS fields from the OPT record.
+void parse_query_records(Bytes msg, ParsedQuery& parsed);
+
+// Both steps.
 ParsedQuery parse_query(Bytes msg);
 
+// For an answer written before parse_query_records (REFUSED, rate limited): the client's OPT
+// when it is the first record after the question, read in constant time. Such an answer is
+// never longer than the query: header, the query's question, and an OPT only where the query
+// had one.
+void peek_query_edns(Bytes msg, ParsedQuery& parsed);
+
 // Writes an answer carrying `rcode` and no records to `out`: the client's ID, opcode, RD and
-// CD, its question if it was valid, and an OPT record if the client sent a valid one.
-// `extended_rcode` above 15 (BADVERS) goes into the OPT record. Returns the length written;
-// `out` must hold at least kMaxErrorAnswer bytes.
+// CD, its question if it was valid, and an OPT record advertising `server_udp_size` if the
+// client sent a valid one. `extended_rcode` above 15 (BADVERS) goes into the OPT record.
+// Returns the length written; `out` must hold at least kMaxErrorAnswer bytes.
 inline constexpr size_t kMaxErrorAnswer = kHeaderSize + kMaxNameLength + 4 + 11;
 size_t write_error_answer(const ParsedQuery& parsed, uint16_t extended_rcode,
-                          std::span<uint8_t> out);
+                          uint16_t server_udp_size, std::span<uint8_t> out);
 
 // Appends the server's OPT record at `out` (11 bytes): our UDP size, DO echoed, and the high
 // bits of an extended RCODE.

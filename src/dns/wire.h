@@ -22,6 +22,7 @@ inline constexpr uint16_t NS = 2;
 inline constexpr uint16_t CNAME = 5;
 inline constexpr uint16_t SOA = 6;
 inline constexpr uint16_t PTR = 12;
+inline constexpr uint16_t HINFO = 13;
 inline constexpr uint16_t MX = 15;
 inline constexpr uint16_t TXT = 16;
 inline constexpr uint16_t AAAA = 28;

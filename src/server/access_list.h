@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <cstring>
 #include <vector>
 
 #include "config/address.h"
@@ -31,7 +32,25 @@ class AccessList {
         return false;
     }
 
+    // True when some allowed prefix holds an address outside loopback (127.0.0.0/8, ::1): the
+    // daemon then answers other hosts, whose source addresses can be spoofed.
+    bool reaches_beyond_loopback() const {
+        for (const Cidr& c : allowed_) {
+            if (!within_loopback(c)) return true;
+        }
+        return false;
+    }
+
   private:
+    static bool within_loopback(const Cidr& c) {
+        if (c.family == AF_INET) return c.prefix >= 8 && c.bytes[0] == 127;
+        static constexpr uint8_t kV4Mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+        if (std::memcmp(c.bytes, kV4Mapped, sizeof kV4Mapped) == 0) {
+            return c.prefix >= 104 && c.bytes[12] == 127;
+        }
+        return c.prefix == 128 && IN6_IS_ADDR_LOOPBACK(reinterpret_cast<const in6_addr*>(c.bytes));
+    }
+
     std::vector<Cidr> allowed_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "dns/any_answer.h"
 #include "dns/name.h"
 
 namespace nscache::server {
@@ -78,14 +79,38 @@ size_t QueryPipeline::error_answer(const dns::ParsedQuery& parsed, uint16_t rcod
         default:
             break;
     }
-    return dns::write_error_answer(parsed, rcode, out);
+    return dns::write_error_answer(parsed, rcode, config_.edns_buffer_size, out);
 }
 
 HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
                                    std::span<uint8_t> out) {
     bump(counters_.queries);
     bump(origin.transport == Transport::Udp ? counters_.queries_udp : counters_.queries_tcp);
-    const dns::ParsedQuery parsed = dns::parse_query(msg);
+    // Header and question only: whom to answer, and how, is decided before anything else in
+    // the message is read. Every reply below is then rate limited, and a refused sender gets
+    // no more bytes than it sent.
+    dns::ParsedQuery parsed = dns::parse_query_question(msg);
+    if (parsed.verdict == QueryVerdict::Ignore) return {};
+
+    const uint64_t now = loop_.now_ms();
+    if (origin.transport == Transport::Udp && shared_.rate_limiter && !is_loopback(origin.peer) &&
+        !shared_.rate_limiter->allow(origin.peer, now)) {
+        bump(counters_.rate_limited);
+        if (config_.rate_limit_action == RateLimitAction::Drop) return {};
+        // An empty answer with TC=1 sends a real client to TCP, which a spoofer cannot follow.
+        dns::peek_query_edns(msg, parsed);
+        const size_t length =
+            dns::write_error_answer(parsed, rc(Rcode::NoError), config_.edns_buffer_size, out);
+        out[2] |= static_cast<uint8_t>(dns::flag::TC >> 8);
+        bump(counters_.answers_truncated);
+        return {length};
+    }
+    if (!shared_.access.allows(origin.peer)) {
+        dns::peek_query_edns(msg, parsed);
+        return {error_answer(parsed, rc(Rcode::Refused), out)};
+    }
+
+    if (parsed.verdict == QueryVerdict::Ok) dns::parse_query_records(msg, parsed);
     switch (parsed.verdict) {
         case QueryVerdict::Ignore:
             return {};
@@ -98,23 +123,11 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
         case QueryVerdict::Ok:
             break;
     }
-    if (!shared_.access.allows(origin.peer)) {
-        return {error_answer(parsed, rc(Rcode::Refused), out)};
-    }
-
-    const uint64_t now = loop_.now_ms();
-    if (origin.transport == Transport::Udp && shared_.rate_limiter && !is_loopback(origin.peer) &&
-        !shared_.rate_limiter->allow(origin.peer, now)) {
-        bump(counters_.rate_limited);
-        if (config_.rate_limit_action == RateLimitAction::Drop) return {};
-        // An empty answer with TC=1 sends a real client to TCP, which a spoofer cannot follow.
-        const size_t length = dns::write_error_answer(parsed, rc(Rcode::NoError), out);
-        out[2] |= static_cast<uint8_t>(dns::flag::TC >> 8);
-        bump(counters_.answers_truncated);
-        return {length};
-    }
 
     const dns::Query& q = parsed.query;
+    if (q.qtype == dns::rtype::ANY) {
+        return {dns::write_any_answer(q, config_.edns_buffer_size, out)};
+    }
     const upstream::Question question = question_of(q);
     const cache::CacheKey key = question.cache_key();
     const cache::RenderLimits limits = limits_for(origin.transport, q);

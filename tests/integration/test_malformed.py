@@ -183,3 +183,124 @@ def test_tcp_broken_framing(daemon, nsd):
     time.sleep(0.2)
     assert d.proc.poll() is None, d.stderr_text()
     assert_still_serving(d)
+
+
+# --------------------------------------------------------------------------------------
+# What a query may carry after its question, and who gets answered at all
+# --------------------------------------------------------------------------------------
+
+A_RECORD = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 300, 4) + bytes([192, 0, 2, 99])
+OPT_RECORD = b"\x00" + struct.pack("!HHIH", 41, 1232, 0, 0)
+
+
+def pointer_chain_bomb(chain=1000, records=170):
+    """About 4 KB: a chain of backward compression pointers (in a private-type record's
+    rdata) and `records` records owned by its last pointer. Without a cap on pointer hops per
+    name each of those records costs the whole chain (170,000 hops for one query)."""
+    question = name_wire(f"www.{ZONE}") + TYPE_A_IN
+    head = hdr(ar=1 + records) + question
+    chain_start = len(head) + 11
+    rdata = struct.pack("!H", 0xC000 | 12)
+    for k in range(1, chain):
+        rdata += struct.pack("!H", 0xC000 | (chain_start + 2 * (k - 1)))
+    body = b"\x00" + struct.pack("!HHIH", 65280, 1, 0, len(rdata)) + rdata
+    end = chain_start + 2 * (chain - 1)
+    for _ in range(records):
+        body += struct.pack("!H", 0xC000 | end) + struct.pack("!HHIH", 1, 1, 0, 0)
+    return head + body
+
+
+def assert_formerr_echoing_question(wire, reply):
+    assert reply is not None, "no answer"
+    assert header(reply)[0] == QID and header(reply)[1] & 0x8000
+    assert rcode_of(reply) == dns.rcode.FORMERR, f"RCODE {rcode_of(reply)}, want FORMERR"
+    assert header(reply)[2] == 1 and reply[12:12 + len(GOOD_Q)] == GOOD_Q
+
+
+@pytest.mark.parametrize("section", ["answer", "authority"])
+def test_query_with_answer_or_authority_records_is_formerr(daemon, nsd, section):
+    d = daemon(nsd.addr)
+    counts = {"an": 1} if section == "answer" else {"ns": 1}
+    wire = hdr(**counts) + GOOD_Q + A_RECORD
+    assert_formerr_echoing_question(wire, udp_raw(d.port, wire, timeout=3))
+    replies = tcp_raw_exchange(d.port, [wire], timeout=3)
+    assert replies, "no answer over TCP"
+    assert_formerr_echoing_question(wire, replies[0])
+    assert_still_serving(d)
+
+
+def test_pointer_chain_bomb_is_formerr(daemon, nsd):
+    d = daemon(nsd.addr)
+    wire = pointer_chain_bomb()
+    assert 3500 < len(wire) <= 4096
+    assert_formerr_echoing_question(wire, udp_raw(d.port, wire, timeout=3))
+    replies = tcp_raw_exchange(d.port, [wire], timeout=3)
+    assert replies, "no answer over TCP"
+    assert_formerr_echoing_question(wire, replies[0])
+    assert_still_serving(d)
+
+
+# From a sender outside `allow`: each gets REFUSED, whatever it carries after (or instead of)
+# a well-formed question, and never more bytes than it sent.
+REFUSED_CASES = [
+    ("plain", hdr() + GOOD_Q),
+    ("edns", hdr(ar=1) + GOOD_Q + OPT_RECORD),
+    ("edns_then_garbage", hdr(ar=2) + GOOD_Q + OPT_RECORD + b"\xc0"),
+    ("answer_record", hdr(an=1) + GOOD_Q + A_RECORD),
+    ("pointer_chain_bomb", pointer_chain_bomb()),
+    ("qdcount_2", hdr(qd=2) + GOOD_Q + GOOD_Q),
+    ("header_only", hdr()),
+    ("notify", hdr(flags=(4 << 11)) + GOOD_Q),
+    ("axfr", hdr() + name_wire(ZONE) + struct.pack("!HH", 252, 1)),
+    ("edns_version_1", hdr(ar=1) + GOOD_Q + b"\x00" + struct.pack("!HHIH", 41, 1232, 1 << 16, 0)),
+]
+
+
+def test_disallowed_sender_gets_refused_no_longer_than_its_query(daemon, nsd):
+    d = daemon(nsd.addr, config='allow = ["192.0.2.0/24"]\n')  # 127.0.0.1 is outside
+    s0 = d.stats()
+    for name, wire in REFUSED_CASES:
+        for reply in (udp_raw(d.port, wire, timeout=3), (tcp_raw_exchange(d.port, [wire], timeout=3) or [None])[0]):
+            assert reply is not None, f"{name}: no answer"
+            assert len(reply) <= len(wire), f"{name}: {len(reply)}-byte answer to a {len(wire)}-byte query"
+            assert header(reply)[0] == QID and header(reply)[1] & 0x8000, name
+            assert rcode_of(reply) == dns.rcode.REFUSED, f"{name}: RCODE {rcode_of(reply)}, want REFUSED"
+    # Runts and responses still get nothing.
+    assert udp_raw(d.port, hdr()[:5], timeout=1) is None
+    assert udp_raw(d.port, hdr(flags=0x8100) + GOOD_Q, timeout=1) is None
+    s1 = d.stats()
+    assert s1["answers_refused"] - s0["answers_refused"] == 2 * len(REFUSED_CASES)
+    assert s1["answers_formerr"] == s0["answers_formerr"]
+    assert s1["answers_notimp"] == s0["answers_notimp"]
+    assert d.proc.poll() is None, d.stderr_text()
+
+
+def test_refused_echoes_the_senders_opt(daemon, nsd):
+    d = daemon(nsd.addr, config='allow = ["192.0.2.0/24"]\nedns-buffer-size = 4096\n')
+    wire = hdr(ar=1) + GOOD_Q + b"\x00" + struct.pack("!HHIH", 41, 1232, 0x8000, 0)  # DO
+    reply = udp_raw(d.port, wire, timeout=3)
+    assert reply is not None and rcode_of(reply) == dns.rcode.REFUSED
+    assert len(reply) == len(wire)
+    m = dns.message.from_wire(reply)
+    assert m.edns == 0 and m.payload == 4096 and m.ednsflags & dns.flags.DO
+
+
+# --------------------------------------------------------------------------------------
+# Error answers advertise the configured EDNS buffer size
+# --------------------------------------------------------------------------------------
+
+def test_error_answers_advertise_configured_edns_buffer_size(daemon, nsd):
+    d = daemon(nsd.addr, config="edns-buffer-size = 4096\n")
+    cases = [
+        ("notimp_axfr", hdr(ar=1) + name_wire(ZONE) + struct.pack("!HH", 252, 1) + OPT_RECORD,
+         dns.rcode.NOTIMP),
+        ("badvers", hdr(ar=1) + GOOD_Q + b"\x00" + struct.pack("!HHIH", 41, 1232, 1 << 16, 0),
+         dns.rcode.BADVERS),
+    ]
+    for name, wire, want in cases:
+        reply = udp_raw(d.port, wire, timeout=3)
+        assert reply is not None, f"{name}: no answer"
+        m = dns.message.from_wire(reply)
+        assert m.rcode() == want, f"{name}: {dns.rcode.to_text(m.rcode())}"
+        assert m.edns == 0, f"{name}: no OPT in the answer"
+        assert m.payload == 4096, f"{name}: the answer advertises {m.payload}, configured 4096"

@@ -12,9 +12,11 @@ import contextlib
 import ctypes
 import os
 import random
+import re
 import select
 import shutil
 import socket
+import struct
 import subprocess
 import time
 
@@ -130,12 +132,14 @@ def _burst(sock, host, port, name, count=100, wait=1.5):
     return replies
 
 
-def _start_in_namespace(ns, daemon, make_fake, action):
-    """A fake upstream and the daemon, both inside the server namespace."""
+def _start_in_namespace(ns, daemon, make_fake, action, allow_client=True):
+    """A fake upstream and the daemon, both inside the server namespace. With `allow_client`
+    false the client's prefix is left out of `allow`."""
     with in_netns(ns.server):
         fake = make_fake()  # 127.0.0.1 of the server namespace
         fake.add("limited.fake.test.", "A", 300, "192.0.2.230")
-        cfg = (f'allow = ["127.0.0.0/8", "::1/128", "{ns.client_ip.rsplit(".", 1)[0]}.0/24"]\n'
+        client_prefix = f', "{ns.client_ip.rsplit(".", 1)[0]}.0/24"' if allow_client else ""
+        cfg = (f'allow = ["127.0.0.0/8", "::1/128"{client_prefix}]\n'
                f'rate-limit = 10\nrate-limit-burst = 10\nrate-limit-action = "{action}"\n')
         d = daemon(fake.addr, config=cfg, listen=("127.0.0.1:0", f"{ns.server_ip}:0"))
     remote_port = d.listening.get(("udp", ns.server_ip))
@@ -238,3 +242,81 @@ def test_loopback_clients_never_limited(daemon, fake_upstream):
         assert len(replies) == 100, f"{source}: {len(replies)} of 100 answered"
         assert all(a_addrs(m) == ["192.0.2.231"] for m in replies.values())
     assert d.stats()["rate_limited"] == 0
+
+
+def _raw_burst(sock, host, port, wires, wait=1.5):
+    """Send raw queries (each with its own ID in its first two bytes) at once; return
+    {id: raw reply} of those answered."""
+    ids = {struct.unpack("!H", w[:2])[0] for w in wires}
+    for w in wires:
+        sock.sendto(w, (host, port))
+    replies = {}
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline and len(replies) < len(wires):
+        ready, _, _ = select.select([sock], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
+        data = sock.recv(65535)
+        if len(data) >= 12 and struct.unpack("!H", data[:2])[0] in ids:
+            replies[struct.unpack("!H", data[:2])[0]] = data
+    return replies
+
+
+def _two_questions(qid):
+    question = make_query("limited.fake.test", qid=qid).to_wire()[12:]
+    return struct.pack("!HHHHHH", qid, 0x0100, 2, 0, 0, 0) + question + question
+
+
+@pytest.mark.parametrize("action", ["drop", "truncate"])
+def test_rate_limit_covers_formerr_answers(netns_pair, daemon, make_fake, action):
+    # Malformed queries are answered (FORMERR), so they must be limited like any others: an
+    # unlimited error answer is a reflection vector like any other answer.
+    ns = netns_pair
+    fake, d, port = _start_in_namespace(ns, daemon, make_fake, action)
+    s0 = d.stats()
+    sock = _client_socket(ns)
+    try:
+        replies = _raw_burst(sock, ns.server_ip, port, [_two_questions(0x100 + i) for i in range(100)])
+    finally:
+        sock.close()
+    s1 = d.stats()
+    formerr = [r for r in replies.values() if r[3] & 0x0F == dns.rcode.FORMERR]
+    assert 1 <= len(formerr) <= 30, f"{len(formerr)} FORMERR answers to a burst of 100 (rate-limit 10/s, burst 10)"
+    assert s1["rate_limited"] - s0["rate_limited"] >= 100 - len(formerr) - 5
+    if action == "truncate":
+        truncated = [r for r in replies.values() if r[2] & 0x02]
+        assert len(truncated) >= 60 and all(r[3] & 0x0F == 0 for r in truncated)
+    assert fake.count() == 0
+
+
+def test_rate_limit_covers_refused_answers(netns_pair, daemon, make_fake):
+    # A sender outside `allow` (a spoofed victim's address, say) is limited too.
+    ns = netns_pair
+    fake, d, port = _start_in_namespace(ns, daemon, make_fake, "drop", allow_client=False)
+    s0 = d.stats()
+    sock = _client_socket(ns)
+    try:
+        replies = _burst(sock, ns.server_ip, port, "limited.fake.test")
+    finally:
+        sock.close()
+    s1 = d.stats()
+    assert all(m.rcode() == dns.rcode.REFUSED for m in replies.values())
+    assert 1 <= len(replies) <= 30, f"{len(replies)} REFUSED answers to a burst of 100 (rate-limit 10/s, burst 10)"
+    assert s1["rate_limited"] - s0["rate_limited"] >= 100 - len(replies) - 5
+    assert fake.count() == 0
+
+
+WARNING_RE = re.compile(r"^(?:<\d>)?warning: .*allow.*rate-limit")
+
+
+@pytest.mark.parametrize("config,warned", [
+    ('allow = ["127.0.0.0/8", "192.0.2.0/24"]\n', True),
+    ('allow = ["0.0.0.0/0", "::/0"]\n', True),
+    ('allow = ["192.0.2.0/24"]\nrate-limit = 100\n', False),
+    ('allow = ["127.0.0.0/8", "::1/128"]\n', False),
+    ("", False),  # the default: loopback only
+])
+def test_warning_when_allow_reaches_beyond_loopback_without_rate_limit(daemon, fake_upstream, config, warned):
+    d = daemon(fake_upstream.addr, config=config)
+    lines = [l for l in d.stderr_text().splitlines() if WARNING_RE.match(l)]
+    assert bool(lines) == warned, f"config {config!r}: warning lines {lines}\n{d.stderr_text()}"

@@ -204,6 +204,40 @@ TEST_F(CacheTest, TooBigForClientGetsTruncatedAnswer) {
     EXPECT_EQ(dns::read_header(dns::Bytes(out_.data(), r.length)).ancount, 30);
 }
 
+TEST_F(CacheTest, FullChainEvictsItsOldestEntryForANewAnswer) {
+    // A client that asks one name for many types fills the name's chain; the answer it then
+    // asks for must still get in (it replaces the chain's oldest entry) and nothing else in
+    // the cache is touched.
+    Cache cache(CacheConfig{.budget_bytes = 1 << 20, .shards = 1});
+    const std::string_view name = "many.example.test";
+    auto a = prepare(positive_answer(name, {300}), TtlPolicy{});
+    ASSERT_TRUE(a);
+    constexpr uint16_t kFirstType = 1000;
+    constexpr int kTypes = 40;  // more than any chain holds
+    for (int i = 0; i < kTypes; ++i) {
+        ClientQuery q(name, static_cast<uint16_t>(kFirstType + i));
+        cache.insert(key_for(q), *a, kStart + static_cast<uint64_t>(i));
+    }
+    store(cache, name, 300, kStart + 100);
+    auto r = find(cache, name, kStart + 100);
+    EXPECT_EQ(r.freshness, Freshness::Fresh);
+    EXPECT_EQ(first_ttl(r, name), 300u);
+
+    // The newest types are still there; the oldest made room.
+    ClientQuery newest(name, static_cast<uint16_t>(kFirstType + kTypes - 1));
+    EXPECT_EQ(
+        cache.lookup(key_for(newest), newest.query(), kStart + 100, RenderLimits{}, out_, false)
+            .freshness,
+        Freshness::Fresh);
+    ClientQuery oldest(name, kFirstType);
+    EXPECT_EQ(
+        cache.lookup(key_for(oldest), oldest.query(), kStart + 100, RenderLimits{}, out_, false)
+            .freshness,
+        Freshness::Miss);
+    EXPECT_LT(cache.counters().entries, static_cast<uint64_t>(kTypes) + 1);
+    EXPECT_GT(cache.counters().evictions, 0u);
+}
+
 TEST_F(CacheTest, ReplacingAnEntryKeepsOneCopy) {
     Cache cache(CacheConfig{.budget_bytes = 1 << 20});
     store(cache, "r.example.test", 300, kStart);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <vector>
 
 #include "wire_builder.h"
 
@@ -103,6 +104,28 @@ TEST(SkipName, RejectsPointedNamesThatReadFrozenFields) {
     EXPECT_FALSE(skip_name(b.view(), at, FrozenFields{ttl, 4}));
     const std::array<size_t, 1> before{label - 4};  // ends just before the label
     EXPECT_TRUE(skip_name(b.view(), at, FrozenFields{before, 4}));
+}
+
+TEST(SkipName, CapsPointerHopsPerName) {
+    // A chain of backward pointers, each pointing at the one before it, the first at a name:
+    // the name at the chain's k-th pointer follows k + 1 pointers. Without a cap, records
+    // pointing at the end of a long chain cost its whole length each.
+    WireBuilder b;
+    b.header(1, 0, 1).raw({1, 'a', 0});
+    uint16_t previous = 12;
+    std::vector<size_t> chain;
+    for (int k = 0; k <= kMaxPointerHops; ++k) {
+        chain.push_back(b.size());
+        b.name_then_pointer("", previous);
+        previous = static_cast<uint16_t>(chain.back());
+    }
+    auto at_cap = skip_name(b.view(), chain[kMaxPointerHops - 1]);
+    ASSERT_TRUE(at_cap);
+    EXPECT_EQ(at_cap->wire_length, 3u);
+    NameBuffer out;
+    EXPECT_TRUE(read_name(b.view(), chain[kMaxPointerHops - 1], out));
+    EXPECT_FALSE(skip_name(b.view(), chain[kMaxPointerHops]));
+    EXPECT_FALSE(read_name(b.view(), chain[kMaxPointerHops], out));
 }
 
 TEST(SkipName, RejectsTruncatedAndOversized) {

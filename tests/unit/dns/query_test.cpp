@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 
 #include "wire_builder.h"
@@ -55,7 +56,7 @@ TEST(ParseQuery, EdnsVersionOneIsBadVers) {
     auto parsed = parse_query(b.view());
     EXPECT_EQ(parsed.verdict, QueryVerdict::BadVers);
     std::array<uint8_t, kMaxErrorAnswer> out{};
-    const size_t n = write_error_answer(parsed, kRcodeBadVers, out);
+    const size_t n = write_error_answer(parsed, kRcodeBadVers, 1232, out);
     const Header h = read_header(Bytes(out.data(), n));
     EXPECT_EQ(h.rcode(), 0);  // low bits of 16
     EXPECT_EQ(h.arcount, 1);
@@ -114,11 +115,146 @@ TEST(ParseQuery, FormErrCases) {
     EXPECT_EQ(parse_query(opt_in_answer.view()).verdict, QueryVerdict::FormErr);
 }
 
+// A query whose additional section holds a chain of `chain` backward pointers (in the rdata
+// of a private-type record) and then `records` records owned by the chain's last pointer:
+// without a cap on hops, each of those records costs the whole chain.
+WireBuilder pointer_chain_bomb(int chain, int records) {
+    WireBuilder b;
+    b.header(0x0B0B, flag::RD, 1, 0, 0, static_cast<uint16_t>(1 + records))
+        .question("bomb.test", rtype::A);
+    b.u8(0).rr_fixed(65280, 0, static_cast<uint16_t>(2 * chain));
+    uint16_t previous = kHeaderSize;  // the question's name
+    for (int k = 0; k < chain; ++k) {
+        const auto here = static_cast<uint16_t>(b.size());
+        b.name_then_pointer("", previous);
+        previous = here;
+    }
+    for (int r = 0; r < records; ++r) b.name_then_pointer("", previous).rr_fixed(rtype::A, 0, 0);
+    return b;
+}
+
+TEST(ParseQuery, PointerChainBombIsFormErr) {
+    // About 4 KB: 1000 pointers, 170 records at the end of the chain, 170,000 hops unbounded.
+    const auto bomb = pointer_chain_bomb(1000, 170);
+    ASSERT_LE(bomb.size(), 4096u);
+    const ParsedQuery parsed = parse_query(bomb.view());
+    EXPECT_EQ(parsed.verdict, QueryVerdict::FormErr);
+    EXPECT_TRUE(parsed.question_valid);
+
+    // Chains within the cap still parse: the work per record is bounded by the cap.
+    EXPECT_EQ(parse_query(pointer_chain_bomb(kMaxPointerHops - 1, 300).view()).verdict,
+              QueryVerdict::Ok);
+}
+
+TEST(ParseQuery, QuestionStepReadsNoRecords) {
+    // The first step passes a query whatever follows its question; the second reads the rest.
+    auto bomb = pointer_chain_bomb(1000, 170);
+    ParsedQuery parsed = parse_query_question(bomb.view());
+    EXPECT_EQ(parsed.verdict, QueryVerdict::Ok);
+    EXPECT_EQ(parsed.query.qtype, rtype::A);
+    EXPECT_FALSE(parsed.query.edns.present);
+    parse_query_records(bomb.view(), parsed);
+    EXPECT_EQ(parsed.verdict, QueryVerdict::FormErr);
+
+    auto b = simple_query();
+    b.bytes[11] = 1;
+    b.opt(4096, true);
+    parsed = parse_query_question(b.view());
+    ASSERT_EQ(parsed.verdict, QueryVerdict::Ok);
+    parse_query_records(b.view(), parsed);
+    EXPECT_EQ(parsed.verdict, QueryVerdict::Ok);
+    EXPECT_TRUE(parsed.query.edns.present);
+    EXPECT_EQ(parsed.query.edns.udp_size, 4096);
+}
+
+TEST(ParseQuery, AnswerOrAuthorityRecordsAreFormErr) {
+    // Well-formed records, but a query carries none in these sections.
+    auto answer = simple_query();
+    answer.bytes[7] = 1;  // ancount
+    answer.name_then_pointer("", 12).rr_fixed(rtype::A, 300, 4).raw({192, 0, 2, 1});
+    ParsedQuery parsed = parse_query(answer.view());
+    EXPECT_EQ(parsed.verdict, QueryVerdict::FormErr);
+    EXPECT_TRUE(parsed.question_valid);
+    EXPECT_EQ(parse_query_question(answer.view()).verdict, QueryVerdict::FormErr);
+
+    auto authority = simple_query();
+    authority.bytes[9] = 1;  // nscount
+    authority.name_then_pointer("", 12).rr_fixed(rtype::A, 300, 4).raw({192, 0, 2, 1});
+    EXPECT_EQ(parse_query(authority.view()).verdict, QueryVerdict::FormErr);
+}
+
+TEST(PeekQueryEdns, FindsAnOptRightAfterTheQuestionOnly) {
+    auto b = simple_query();
+    b.bytes[11] = 2;
+    b.opt(4096, true).name_then_pointer("", 12).rr_fixed(rtype::A, 0, 0);
+    ParsedQuery parsed = parse_query_question(b.view());
+    peek_query_edns(b.view(), parsed);
+    EXPECT_TRUE(parsed.query.edns.present);
+    EXPECT_TRUE(parsed.query.edns.do_bit);
+    EXPECT_EQ(parsed.query.edns.udp_size, 4096);
+
+    auto later = simple_query();
+    later.bytes[11] = 2;
+    later.name_then_pointer("", 12).rr_fixed(rtype::A, 0, 0).opt(4096);
+    parsed = parse_query_question(later.view());
+    peek_query_edns(later.view(), parsed);
+    EXPECT_FALSE(parsed.query.edns.present);
+
+    auto cut = simple_query();
+    cut.bytes[11] = 1;
+    cut.opt(4096);
+    cut.bytes.pop_back();
+    parsed = parse_query_question(cut.view());
+    peek_query_edns(cut.view(), parsed);
+    EXPECT_FALSE(parsed.query.edns.present);
+}
+
+TEST(WriteErrorAnswer, RefusedBeforeRecordsIsNeverLongerThanTheQuery) {
+    // What a server sends a refused or rate-limited sender: from the first parsing step and
+    // the peeked OPT only.
+    std::vector<WireBuilder> queries;
+    queries.push_back(simple_query());
+    queries.push_back(simple_query());
+    queries.back().bytes[11] = 1;
+    queries.back().opt(1232, true);
+    queries.push_back(simple_query());
+    queries.back().bytes[11] = 3;  // OPT, then records never read
+    queries.back().opt(1232).name_then_pointer("", 12).rr_fixed(rtype::A, 0, 0).raw({0xC0});
+    queries.push_back(pointer_chain_bomb(1000, 10));
+    queries.push_back(simple_query(1, 4 << 11));  // NOTIFY
+    WireBuilder two;
+    two.header(7, 0, 2).question("a.test", 1).question("b.test", 1);
+    queries.push_back(two);
+    for (const WireBuilder& b : queries) {
+        ParsedQuery parsed = parse_query_question(b.view());
+        peek_query_edns(b.view(), parsed);
+        std::array<uint8_t, kMaxErrorAnswer> out{};
+        const size_t n =
+            write_error_answer(parsed, static_cast<uint16_t>(Rcode::Refused), 4096, out);
+        EXPECT_LE(n, b.size());
+        EXPECT_GE(n, kHeaderSize);
+    }
+}
+
+TEST(WriteErrorAnswer, AdvertisesTheConfiguredUdpSize) {
+    WireBuilder b;
+    b.header(1, 0, 1, 0, 0, 1).question("example.test", rtype::AXFR).opt(1232);
+    auto parsed = parse_query(b.view());
+    ASSERT_EQ(parsed.verdict, QueryVerdict::NotImp);
+    std::array<uint8_t, kMaxErrorAnswer> out{};
+    for (const uint16_t size : {uint16_t{4096}, uint16_t{1400}}) {
+        const size_t n =
+            write_error_answer(parsed, static_cast<uint16_t>(Rcode::NotImp), size, out);
+        ASSERT_EQ(read_header(Bytes(out.data(), n)).arcount, 1);
+        EXPECT_EQ(read_u16(&out[n - kOptRecordSize + 3]), size);  // the OPT's class field
+    }
+}
+
 TEST(WriteErrorAnswer, EchoesIdQuestionAndBits) {
     auto b = simple_query(0xBEEF, flag::RD | flag::CD);
     auto parsed = parse_query(b.view());
     std::array<uint8_t, kMaxErrorAnswer> out{};
-    const size_t n = write_error_answer(parsed, static_cast<uint16_t>(Rcode::Refused), out);
+    const size_t n = write_error_answer(parsed, static_cast<uint16_t>(Rcode::Refused), 1232, out);
     ASSERT_EQ(n, b.size());
     const Header h = read_header(Bytes(out.data(), n));
     EXPECT_EQ(h.id, 0xBEEF);
@@ -135,7 +271,7 @@ TEST(WriteErrorAnswer, FormErrWithoutQuestion) {
     b.header(7, 0, 2).question("a.test", 1).question("b.test", 1);
     auto parsed = parse_query(b.view());
     std::array<uint8_t, kMaxErrorAnswer> out{};
-    const size_t n = write_error_answer(parsed, static_cast<uint16_t>(Rcode::FormErr), out);
+    const size_t n = write_error_answer(parsed, static_cast<uint16_t>(Rcode::FormErr), 1232, out);
     EXPECT_EQ(n, kHeaderSize);
     EXPECT_EQ(read_header(Bytes(out.data(), n)).qdcount, 0);
 }

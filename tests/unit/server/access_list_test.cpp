@@ -1,0 +1,32 @@
+#include "server/access_list.h"
+
+#include <gtest/gtest.h>
+
+#include <string_view>
+#include <vector>
+
+namespace nscache::server {
+namespace {
+
+AccessList list_of(std::initializer_list<std::string_view> prefixes) {
+    std::vector<Cidr> cidrs;
+    for (std::string_view p : prefixes) cidrs.push_back(*parse_cidr(p));
+    return AccessList(std::move(cidrs));
+}
+
+TEST(AccessList, ReachesBeyondLoopback) {
+    EXPECT_FALSE(list_of({"127.0.0.0/8", "::1/128"}).reaches_beyond_loopback());
+    EXPECT_FALSE(list_of({"127.0.0.2/32", "127.1.0.0/16"}).reaches_beyond_loopback());
+    EXPECT_FALSE(list_of({"::ffff:127.0.0.0/104"}).reaches_beyond_loopback());
+    EXPECT_FALSE(list_of({}).reaches_beyond_loopback());
+
+    EXPECT_TRUE(list_of({"127.0.0.0/8", "192.0.2.0/24"}).reaches_beyond_loopback());
+    EXPECT_TRUE(list_of({"127.0.0.0/7"}).reaches_beyond_loopback());  // 126/8 too
+    EXPECT_TRUE(list_of({"0.0.0.0/0"}).reaches_beyond_loopback());
+    EXPECT_TRUE(list_of({"::/0"}).reaches_beyond_loopback());
+    EXPECT_TRUE(list_of({"::1/127"}).reaches_beyond_loopback());
+    EXPECT_TRUE(list_of({"::ffff:0.0.0.0/96"}).reaches_beyond_loopback());
+}
+
+}  // namespace
+}  // namespace nscache::server
