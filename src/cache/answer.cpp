@@ -1,7 +1,13 @@
 #include "cache/answer.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
+#include <utility>
+
+#include "common/hash.h"
+#include "dns/ede.h"
+#include "dns/name.h"
 
 namespace nscache::cache {
 namespace {
@@ -31,6 +37,43 @@ AnswerKind classify(const dns::ScannedResponse& scan, bool& cacheable) {
     }
     cacheable = false;  // REFUSED, NOTIMP, FORMERR: about this server, not about the name
     return AnswerKind::Positive;
+}
+
+// RFC 2181 §5.2: the records of one RRset (owner, class, type, in one section) have one TTL.
+// An upstream that sends them with different TTLs gets the lowest for all. Records are grouped
+// by a hash of their RRset (so the work is a sort, whatever the order they came in); a
+// collision of two RRsets can only lower a TTL, never raise one.
+void unify_rrset_ttls(dns::Bytes msg, const dns::ScannedResponse& scan, PreparedAnswer& a) {
+    const size_t n = scan.records.size();
+    if (n < 2) return;
+    std::vector<std::pair<uint64_t, size_t>> sets;  // (RRset hash, record index)
+    sets.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+        const auto& rec = scan.records[i];
+        dns::NameBuffer owner;
+        if (!dns::read_name_lower(msg, rec.owner_offset, owner)) return;  // scanned already
+        uint8_t key[dns::kMaxNameLength + 5];
+        std::memcpy(key, owner.bytes, owner.length);
+        dns::write_u16(key + owner.length, rec.type);
+        dns::write_u16(key + owner.length + 2, rec.rclass);
+        key[owner.length + 4] = static_cast<uint8_t>(rec.section);
+        sets.emplace_back(seeded_hash(0, key, owner.length + 5u), i);
+    }
+    std::sort(sets.begin(), sets.end());
+    for (size_t begin = 0; begin < n;) {
+        size_t end = begin + 1;
+        while (end < n && sets[end].first == sets[begin].first) ++end;
+        if (end - begin > 1) {
+            uint32_t lowest = std::numeric_limits<uint32_t>::max();
+            for (size_t k = begin; k < end; ++k) {
+                lowest = std::min(lowest, dns::read_u32(&a.records[a.ttl_offsets[sets[k].second]]));
+            }
+            for (size_t k = begin; k < end; ++k) {
+                dns::write_u32(&a.records[a.ttl_offsets[sets[k].second]], lowest);
+            }
+        }
+        begin = end;
+    }
 }
 
 }  // namespace
@@ -72,6 +115,12 @@ std::optional<PreparedAnswer> prepare_answer(dns::Bytes msg, const dns::ScannedR
         dns::write_u32(&a.records[offset], ttl);
         a.ttl_offsets.push_back(static_cast<uint16_t>(offset));
         lifetime = std::min(lifetime, ttl);
+    }
+
+    unify_rrset_ttls(msg, scan, a);
+    if (scan.has_opt) {
+        const dns::Bytes options = msg.subspan(scan.opt_rdata_offset, scan.opt_rdlength);
+        if (!dns::copy_ede_options(options, a.ede) || a.ede.size() > kMaxEdeBytes) a.ede.clear();
     }
 
     if (!cacheable) {

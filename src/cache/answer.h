@@ -25,6 +25,9 @@ struct TtlPolicy {
 
 enum class AnswerKind : uint8_t { Positive, Negative, ServFail };
 
+// An upstream's Extended DNS Error options kept with its answer; longer ones are dropped.
+inline constexpr size_t kMaxEdeBytes = 255;
+
 struct AnswerView {
     uint8_t rcode = 0;
     bool ad = false;  // the upstream's Authenticated Data bit
@@ -33,6 +36,7 @@ struct AnswerView {
     uint16_t arcount = 0;
     std::span<const uint8_t> records;       // wire bytes after the question
     std::span<const uint16_t> ttl_offsets;  // into `records`
+    std::span<const uint8_t> ede;           // the upstream's EDE options (RFC 8914), as sent
 };
 
 struct PreparedAnswer {
@@ -45,15 +49,17 @@ struct PreparedAnswer {
     uint32_t ttl = 0;  // how long it may be cached, seconds; 0: serve it, don't keep it
     std::vector<uint8_t> records;
     std::vector<uint16_t> ttl_offsets;
+    std::vector<uint8_t> ede;  // at most kMaxEdeBytes
 
     AnswerView view() const {
-        return AnswerView{rcode, ad, ancount, nscount, arcount, records, ttl_offsets};
+        return AnswerView{rcode, ad, ancount, nscount, arcount, records, ttl_offsets, ede};
     }
 };
 
 // Builds a PreparedAnswer from a validated upstream response (`scan` from scan_response over
-// `msg`). Every record's TTL is rewritten to what the policy allows. nullopt when the answer
-// cannot be served from stored bytes: an extended RCODE, TC set, or an OPT that is not the
+// `msg`). Every record's TTL is rewritten to what the policy allows, and every RRset gets the
+// lowest TTL of its records (RFC 2181 §5.2). The upstream's EDE options are kept. nullopt when the
+// answer cannot be served from stored bytes: an extended RCODE, TC set, or an OPT that is not the
 // last record (removing it would move records that compression pointers may target).
 std::optional<PreparedAnswer> prepare_answer(dns::Bytes msg, const dns::ScannedResponse& scan,
                                              const TtlPolicy& policy);

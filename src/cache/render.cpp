@@ -1,6 +1,7 @@
 #include "cache/render.h"
 
 #include "common/bytes.h"
+#include "dns/ede.h"
 
 #include <cstring>
 
@@ -45,7 +46,11 @@ size_t write_truncated(const dns::Query& q, const RenderLimits& limits, uint16_t
 size_t render_answer(const AnswerView& answer, const dns::Query& query, uint32_t age_s, bool stale,
                      const RenderLimits& limits, std::span<uint8_t> out, bool* truncated) {
     const uint16_t flags = answer_flags(answer, query);
-    const size_t opt_size = query.edns.present ? dns::kOptRecordSize : 0;
+    // EDNS options for a client that sent EDNS: the upstream's own EDEs, and ours for a stale
+    // answer (RFC 8914 §4.4, code 3).
+    const size_t options =
+        query.edns.present ? answer.ede.size() + (stale ? dns::kEdeOptionSize : 0) : 0;
+    const size_t opt_size = query.edns.present ? dns::kOptRecordSize + options : 0;
     const size_t total =
         dns::kHeaderSize + query.question.size() + answer.records.size() + opt_size;
     *truncated = total > limits.max_size;
@@ -73,8 +78,15 @@ size_t render_answer(const AnswerView& answer, const dns::Query& query, uint32_t
     }
     n += answer.records.size();
     if (query.edns.present) {
-        dns::write_opt_record(p + n, limits.server_udp_size, query.edns.do_bit, 0);
+        dns::write_opt_record(p + n, limits.server_udp_size, query.edns.do_bit, 0,
+                              static_cast<uint16_t>(options));
         n += dns::kOptRecordSize;
+        copy_bytes(p + n, answer.ede.data(), answer.ede.size());
+        n += answer.ede.size();
+        if (stale) {
+            dns::write_ede_option(p + n, dns::ede::StaleAnswer);
+            n += dns::kEdeOptionSize;
+        }
     }
     return n;
 }

@@ -41,8 +41,9 @@ bool key_matches(const Entry* e, uint32_t hash32, const CacheKey& key) {
 }
 
 Entry* make_entry(const CacheKey& key, uint32_t hash32, const PreparedAnswer& a, uint64_t born_ms) {
+    const size_t ede_len = a.ede.size() <= kMaxEdeBytes ? a.ede.size() : 0;
     const size_t size =
-        Entry::allocation_size(key.name.size(), a.ttl_offsets.size(), a.records.size());
+        Entry::allocation_size(key.name.size(), a.ttl_offsets.size(), a.records.size(), ede_len);
     void* memory = std::malloc(size);
     if (memory == nullptr) return nullptr;
     auto* e = static_cast<Entry*>(memory);
@@ -64,10 +65,12 @@ Entry* make_entry(const CacheKey& key, uint32_t hash32, const PreparedAnswer& a,
     e->kind_ad = static_cast<uint8_t>(static_cast<uint8_t>(a.kind) | (a.ad ? 0x80 : 0));
     e->visited = 0;
     e->prefetch_taken = 0;
+    e->ede_len = static_cast<uint8_t>(ede_len);
     auto* offsets = reinterpret_cast<uint16_t*>(e + 1);
     copy_bytes(offsets, a.ttl_offsets.data(), a.ttl_offsets.size() * sizeof(uint16_t));
     std::memcpy(const_cast<uint8_t*>(e->name()), key.name.data(), key.name.size());
     copy_bytes(const_cast<uint8_t*>(e->records()), a.records.data(), a.records.size());
+    copy_bytes(const_cast<uint8_t*>(e->ede()), a.ede.data(), ede_len);
     return e;
 }
 
@@ -303,6 +306,7 @@ void CacheShard::snapshot_slice(size_t slice, uint64_t now_ms, std::vector<Entry
             a.ttl = e->ttl_s;
             a.records.assign(e->records(), e->records() + e->records_len);
             a.ttl_offsets.assign(e->ttl_offsets(), e->ttl_offsets() + e->ttl_count);
+            a.ede.assign(e->ede(), e->ede() + e->ede_len);
             out.push_back(std::move(snap));
         }
     }

@@ -47,6 +47,7 @@ upstream::ResolverOptions resolver_options(const Config& c, uint32_t max_outstan
     o.max_outstanding = max_outstanding;
     o.edns_buffer_size = c.edns_buffer_size;
     o.ttl = cache::TtlPolicy{c.min_ttl, c.max_ttl, c.negative_max_ttl, c.servfail_ttl};
+    o.failures = upstream::FailurePolicy{c.failure_ttl_ms, c.failure_ttl_max_ms};
     return o;
 }
 
@@ -163,7 +164,11 @@ int run_daemon(const Config& config) {
     }
     control::ControlOptions control_options{config.control, config.control_group, std::nullopt,
                                             nullptr};
-    if (nss) control_options.after_flush = [&nss] { nss->invalidate_map(); };
+    // A flush forgets published NSS answers and cached resolution failures too.
+    control_options.after_flush = [&nss, &resolver_shared] {
+        if (nss) nss->invalidate_map();
+        resolver_shared.failures.clear_all();
+    };
     if (!config.metrics_listen.empty()) {
         control_options.metrics_listen = parse_socket_address(config.metrics_listen, std::nullopt);
     }

@@ -29,6 +29,10 @@ struct Config {
     uint32_t max_ttl = 86400;
     uint32_t negative_max_ttl = 3600;
     uint32_t servfail_ttl = 3;
+    // RFC 9520 §3.2: a question no upstream answered is answered SERVFAIL at once for this
+    // long, doubling for each repeated failure up to the max.
+    uint32_t failure_ttl_ms = 5'000;
+    uint32_t failure_ttl_max_ms = 60'000;
 
     uint32_t query_timeout_ms = 2000;
     uint16_t edns_buffer_size = 1232;

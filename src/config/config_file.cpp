@@ -88,6 +88,17 @@ Setter seconds(uint32_t Config::*field) {
     };
 }
 
+// RFC 9520 §3.2: resolution failures are cached for at least 1 s and at most 5 minutes.
+Setter failure_duration(uint32_t Config::*field) {
+    return [field](const toml::node& node, Config& c) -> std::optional<std::string> {
+        uint64_t ms = 0;
+        if (auto err = duration_of(node, ms)) return err;
+        if (ms < 1'000 || ms > 300'000) return "expected a duration from 1s to 300s";
+        c.*field = static_cast<uint32_t>(ms);
+        return std::nullopt;
+    };
+}
+
 Setter string_field(std::string Config::*field) {
     return [field](const toml::node& node, Config& c) { return string_of(node, c.*field); };
 }
@@ -158,6 +169,8 @@ const std::map<std::string, Setter, std::less<>>& setters() {
         {"max-ttl", seconds(&Config::max_ttl)},
         {"negative-max-ttl", seconds(&Config::negative_max_ttl)},
         {"servfail-ttl", duration_s(&Config::servfail_ttl)},
+        {"failure-ttl", failure_duration(&Config::failure_ttl_ms)},
+        {"failure-ttl-max", failure_duration(&Config::failure_ttl_max_ms)},
         {"query-timeout", duration_ms(&Config::query_timeout_ms, 60'000)},
         {"edns-buffer-size",
          [](const toml::node& n, Config& c) -> std::optional<std::string> {
@@ -248,6 +261,9 @@ std::optional<ConfigError> apply_table(const std::string& path, const toml::tabl
     if (config.min_ttl > config.max_ttl) {
         return ConfigError{path + ": min-ttl (" + std::to_string(config.min_ttl) +
                            ") is above max-ttl (" + std::to_string(config.max_ttl) + ")"};
+    }
+    if (config.failure_ttl_ms > config.failure_ttl_max_ms) {
+        return ConfigError{path + ": failure-ttl is above failure-ttl-max"};
     }
     config.config_path = path;
     return std::nullopt;

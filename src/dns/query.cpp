@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "dns/ede.h"
 #include "dns/name.h"
 #include "dns/record.h"
 
@@ -96,18 +97,19 @@ void peek_query_edns(Bytes msg, ParsedQuery& parsed) {
     q.edns = edns_of_opt(read_u16(&msg[at + 3]), read_u32(&msg[at + 5]));
 }
 
-void write_opt_record(uint8_t* out, uint16_t udp_size, bool do_bit, uint16_t extended_rcode) {
+void write_opt_record(uint8_t* out, uint16_t udp_size, bool do_bit, uint16_t extended_rcode,
+                      uint16_t options_length) {
     out[0] = 0;  // root owner
     write_u16(out + 1, rtype::OPT);
     write_u16(out + 3, udp_size);
     const uint32_t ttl =
         uint32_t{static_cast<uint8_t>(extended_rcode >> 4)} << 24 | (do_bit ? kEdnsDoBit : 0);
     write_u32(out + 5, ttl);
-    write_u16(out + 9, 0);
+    write_u16(out + 9, options_length);
 }
 
 size_t write_error_answer(const ParsedQuery& parsed, uint16_t extended_rcode,
-                          uint16_t server_udp_size, std::span<uint8_t> out) {
+                          uint16_t server_udp_size, std::span<uint8_t> out, uint32_t ede) {
     const Query& q = parsed.query;
     Header h;
     h.id = q.header.id;
@@ -125,8 +127,14 @@ size_t write_error_answer(const ParsedQuery& parsed, uint16_t extended_rcode,
     // written before the records were read found it by peek_query_edns.
     if (q.edns.present && parsed.verdict != QueryVerdict::FormErr) {
         h.arcount = 1;
-        write_opt_record(out.data() + n, server_udp_size, q.edns.do_bit, extended_rcode);
+        const bool with_ede = ede != kNoEde;
+        write_opt_record(out.data() + n, server_udp_size, q.edns.do_bit, extended_rcode,
+                         with_ede ? kEdeOptionSize : 0);
         n += kOptRecordSize;
+        if (with_ede) {
+            write_ede_option(out.data() + n, static_cast<uint16_t>(ede));
+            n += kEdeOptionSize;
+        }
     }
     write_header(out.data(), h);
     return n;

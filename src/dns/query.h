@@ -68,15 +68,19 @@ void peek_query_edns(Bytes msg, ParsedQuery& parsed);
 
 // Writes an answer carrying `rcode` and no records to `out`: the client's ID, opcode, RD and
 // CD, its question if it was valid, and an OPT record advertising `server_udp_size` if the
-// client sent a valid one. `extended_rcode` above 15 (BADVERS) goes into the OPT record.
-// Returns the length written; `out` must hold at least kMaxErrorAnswer bytes.
-inline constexpr size_t kMaxErrorAnswer = kHeaderSize + kMaxNameLength + 4 + 11;
-size_t write_error_answer(const ParsedQuery& parsed, uint16_t extended_rcode,
-                          uint16_t server_udp_size, std::span<uint8_t> out);
-
-// Appends the server's OPT record at `out` (11 bytes): our UDP size, DO echoed, and the high
-// bits of an extended RCODE.
+// client sent a valid one. `extended_rcode` above 15 (BADVERS) goes into the OPT record, and
+// so does an Extended DNS Error `ede` (RFC 8914) when given. Returns the length written;
+// `out` must hold at least kMaxErrorAnswer bytes.
 inline constexpr size_t kOptRecordSize = 11;
-void write_opt_record(uint8_t* out, uint16_t udp_size, bool do_bit, uint16_t extended_rcode);
+inline constexpr size_t kMaxErrorAnswer = kHeaderSize + kMaxNameLength + 4 + kOptRecordSize + 6;
+inline constexpr uint32_t kNoEde = 0x10000;
+size_t write_error_answer(const ParsedQuery& parsed, uint16_t extended_rcode,
+                          uint16_t server_udp_size, std::span<uint8_t> out, uint32_t ede = kNoEde);
+
+// Appends the server's OPT record at `out` (11 bytes): our UDP size, DO echoed, the high bits
+// of an extended RCODE, and an RDLENGTH of `options_length` (the caller writes the options
+// right after).
+void write_opt_record(uint8_t* out, uint16_t udp_size, bool do_bit, uint16_t extended_rcode,
+                      uint16_t options_length = 0);
 
 }  // namespace nscache::dns

@@ -43,6 +43,8 @@ bool scan_response(Bytes msg, ScannedResponse& out) {
     out.records.clear();
     out.ttl_fields.clear();
     out.has_opt = false;
+    out.opt_rdata_offset = 0;
+    out.opt_rdlength = 0;
     out.opt_is_last = true;
     if (out.header.qdcount != 1) return false;
     auto qname = skip_uncompressed_name(msg, kHeaderSize);
@@ -68,12 +70,15 @@ bool scan_response(Bytes msg, ScannedResponse& out) {
                     return false;
                 }
                 out.has_opt = true;
+                out.opt_rdata_offset = rr->rdata_offset;
+                out.opt_rdlength = rr->rdlength;
                 out.extended_rcode =
                     static_cast<uint16_t>((rr->ttl >> 24) << 4 | out.header.rcode());
                 continue;
             }
             if (out.has_opt) out.opt_is_last = false;
-            ScannedRecord rec{rr->ttl_offset, rr->ttl, rr->type, section, 0};
+            ScannedRecord rec{rr->ttl_offset,   rr->ttl,   rr->type, section, 0,
+                              rr->owner_offset, rr->rclass};
             if (rr->type == rtype::SOA) {
                 auto minimum = soa_minimum(msg, *rr);
                 if (!minimum) return false;

@@ -37,6 +37,8 @@ struct ScannedRecord {
     uint16_t type = 0;
     Section section = Section::Answer;
     uint32_t soa_minimum = 0;  // for an SOA record only
+    size_t owner_offset = 0;
+    uint16_t rclass = 0;
 };
 
 // The structure of a whole response, every record checked.
@@ -45,7 +47,9 @@ struct ScannedResponse {
     size_t records_offset = 0;  // just after the question
     size_t records_end = 0;     // end of the last record that is not the OPT
     bool has_opt = false;
-    bool opt_is_last = true;             // the OPT is the message's last record
+    bool opt_is_last = true;      // the OPT is the message's last record
+    size_t opt_rdata_offset = 0;  // the OPT's options (RFC 6891 §6.1.2)
+    uint16_t opt_rdlength = 0;
     uint16_t extended_rcode = 0;         // RCODE with the OPT's high bits
     std::vector<ScannedRecord> records;  // every record but the OPT, in message order
     std::vector<size_t> ttl_fields;      // every record's TTL offset, the OPT's included

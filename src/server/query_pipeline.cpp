@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "dns/any_answer.h"
+#include "dns/ede.h"
 #include "dns/name.h"
 
 namespace nscache::server {
@@ -62,7 +63,7 @@ cache::RenderLimits QueryPipeline::limits_for(Transport transport, const dns::Qu
 }
 
 size_t QueryPipeline::error_answer(const dns::ParsedQuery& parsed, uint16_t rcode,
-                                   std::span<uint8_t> out) {
+                                   std::span<uint8_t> out, uint32_t ede) {
     switch (rcode) {
         case rc(Rcode::FormErr):
             bump(counters_.answers_formerr);
@@ -79,7 +80,7 @@ size_t QueryPipeline::error_answer(const dns::ParsedQuery& parsed, uint16_t rcod
         default:
             break;
     }
-    return dns::write_error_answer(parsed, rcode, config_.edns_buffer_size, out);
+    return dns::write_error_answer(parsed, rcode, config_.edns_buffer_size, out, ede);
 }
 
 HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
@@ -107,7 +108,13 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
     }
     if (!shared_.access.allows(origin.peer)) {
         dns::peek_query_edns(msg, parsed);
-        return {error_answer(parsed, rc(Rcode::Refused), out)};
+        size_t length = error_answer(parsed, rc(Rcode::Refused), out, dns::ede::Prohibited);
+        // Never more bytes than the sender sent: the EDE goes only where it fits.
+        if (length > msg.size()) {
+            length =
+                dns::write_error_answer(parsed, rc(Rcode::Refused), config_.edns_buffer_size, out);
+        }
+        return {length};
     }
 
     if (parsed.verdict == QueryVerdict::Ok) dns::parse_query_records(msg, parsed);
@@ -154,6 +161,20 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
             forwarder_.refresh(question);
             return {stale.length};
         }
+    }
+
+    // RFC 9520 §3.2: a question no upstream answered a moment ago is not asked again yet.
+    upstream::FailureReason reason;
+    if (forwarder_.failing(question, &reason)) {
+        bump(counters_.failure_cached);
+        if (stale_available) {  // serve-stale takes precedence
+            const cache::LookupResult stale = shared_.cache.lookup(key, q, now, limits, out, true);
+            if (stale.length > 0) {
+                bump(counters_.stale_served);
+                return {stale.length};
+            }
+        }
+        return {error_answer(parsed, rc(Rcode::ServFail), out, static_cast<uint16_t>(reason))};
     }
 
     uint64_t cookie = 0;
@@ -227,7 +248,8 @@ void QueryPipeline::deliver(uint64_t cookie, const upstream::ResolveOutcome& out
                                           limits_for(client->transport, q), scratch_, &truncated);
             if (answer->rcode == rc(Rcode::ServFail)) bump(counters_.answers_servfail);
         } else {
-            length = error_answer(as_parsed(q), rc(Rcode::ServFail), scratch_);
+            length = error_answer(as_parsed(q), rc(Rcode::ServFail), scratch_,
+                                  static_cast<uint16_t>(outcome.reason));
         }
     }
     sender_.send_reply(*client, std::span<const uint8_t>(scratch_.data(), length));

@@ -52,7 +52,8 @@ class QueryPipeline final : public upstream::CompletionSink {
     void deliver(uint64_t cookie, const upstream::ResolveOutcome& outcome) override;
 
   private:
-    size_t error_answer(const dns::ParsedQuery& parsed, uint16_t rcode, std::span<uint8_t> out);
+    size_t error_answer(const dns::ParsedQuery& parsed, uint16_t rcode, std::span<uint8_t> out,
+                        uint32_t ede = dns::kNoEde);
     cache::RenderLimits limits_for(Transport transport, const dns::Query& q) const;
     void on_stale_timer(uint64_t cookie);
     // Renders a stale entry for a waiting client into scratch_; 0 when there is none.

@@ -11,12 +11,15 @@
 #include "cache/answer.h"
 #include "common/event_loop.h"
 #include "common/mutex.h"
+#include "upstream/failure_cache.h"
 
 namespace nscache::upstream {
 
 struct ResolveOutcome {
     // The answer to relay; null when no upstream gave one in time (the client gets SERVFAIL).
     std::shared_ptr<const cache::PreparedAnswer> answer;
+    // Why there is no answer, for the client's Extended DNS Error.
+    FailureReason reason = FailureReason::NoReachableAuthority;
 };
 
 // Implemented by the server's worker: answers the client behind `cookie`.

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "upstream/failure_cache.h"
 #include "upstream/question.h"
 
 namespace nscache::upstream {
@@ -22,6 +23,9 @@ class Forwarder {
     virtual void refresh(const Question& question) = 0;
     virtual void leave(const Question& question, uint64_t cookie) = 0;
     virtual bool all_upstreams_down() const = 0;
+    // True when `question` failed recently (RFC 9520 §3.2: no upstream is asked again for it
+    // yet); `reason` says why.
+    virtual bool failing(const Question& question, FailureReason* reason) = 0;
 
   protected:
     ~Forwarder() = default;

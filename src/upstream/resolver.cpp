@@ -61,6 +61,10 @@ void Resolver::refresh(const Question& question) {
     }
 }
 
+bool Resolver::failing(const Question& question, FailureReason* reason) {
+    return shared_.failures.failing(question.key(), loop_.now_ms(), reason);
+}
+
 void Resolver::leave(const Question& question, uint64_t cookie) {
     shared_.inflight.leave(question.key(), Waiter{worker_, cookie});
 }
@@ -93,8 +97,16 @@ void Resolver::finished(UpstreamQuery* query, std::shared_ptr<const cache::Prepa
     if (answer && answer->ttl > 0) {
         shared_.cache.insert(query->question().cache_key(), *answer, loop_.now_ms());
     }
+    const FailureReason reason = query->failure_reason();
+    if (!answer) {
+        // RFC 9520 §3.2: remember that no upstream answered, so the next queries for it are
+        // answered at once instead of waiting out another round.
+        shared_.failures.record(query->key(), reason, loop_.now_ms());
+    } else if (answer->rcode <= static_cast<uint8_t>(dns::Rcode::NxDomain)) {
+        shared_.failures.clear(query->key());
+    }
     std::vector<Waiter> waiters = shared_.inflight.finish(query->key());
-    const ResolveOutcome outcome{std::move(answer)};
+    const ResolveOutcome outcome{std::move(answer), reason};
     queries_.erase(query);  // destroys the query; nothing of it is used below
     for (const Waiter& w : waiters) {
         if (w.worker == worker_) {

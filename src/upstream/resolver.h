@@ -28,6 +28,7 @@ struct ResolverOptions {
     // Upstream queries one worker keeps in flight at most; past this, misses get SERVFAIL at
     // once (config max-upstream-queries, lowered at start to fit the descriptor limit).
     uint32_t max_outstanding = 4096;
+    FailurePolicy failures;
     uint16_t edns_buffer_size = 1232;
     cache::TtlPolicy ttl;
 };
@@ -38,6 +39,7 @@ struct ResolverShared {
     UpstreamSet& upstreams;
     InflightTable inflight;
     std::vector<CompletionQueue*> queues;  // indexed by worker
+    FailureCache failures{options.failures};
 };
 
 class UpstreamQuery;
@@ -55,6 +57,7 @@ class Resolver final : public Forwarder {
     void refresh(const Question& question) override;
     void leave(const Question& question, uint64_t cookie) override;
     bool all_upstreams_down() const override { return shared_.upstreams.all_down(); }
+    bool failing(const Question& question, FailureReason* reason) override;
     size_t outstanding() const { return queries_.size(); }
 
     // Called by an UpstreamQuery when it is done; destroys it.

@@ -98,27 +98,37 @@ void UpstreamQuery::close_attempts(int answered_by) {
     udp_.clear();
 }
 
+uint64_t UpstreamQuery::unresponsive_mask() const {
+    uint64_t mask = 0;
+    for (size_t i = 0; i < shared_.upstreams.size() && i < 64; ++i) {
+        if (udp_sent_[i] >= kMaxTriesPerServer) mask |= uint64_t{1} << i;
+    }
+    return mask;
+}
+
 void UpstreamQuery::next_attempt() {
     if (++attempts_ > kMaxAttempts) {
         arm_timer(deadline_ms_);  // nothing more to send: wait for late answers or the deadline
         return;
     }
-    int upstream = shared_.upstreams.choose(tried_, loop_.now_ms());
+    const uint64_t unresponsive = unresponsive_mask();
+    int upstream = shared_.upstreams.choose(tried_ | unresponsive, loop_.now_ms());
     if (upstream < 0) {
-        // Every upstream was tried once. An error answer is as good as it gets; after
-        // timeouts only, start another round until the deadline.
+        // Every upstream was tried in this round. An error answer is as good as it gets;
+        // after timeouts only, another round among those not yet unresponsive.
         if (fallback_) {
             finish(fallback_, fallback_upstream_);
             return;
         }
         tried_ = 0;
-        upstream = shared_.upstreams.choose(tried_, loop_.now_ms());
-        if (upstream < 0) {  // no upstreams at all: the deadline answers
+        upstream = shared_.upstreams.choose(unresponsive, loop_.now_ms());
+        if (upstream < 0) {  // none left to ask: late answers or the deadline end it
             arm_timer(deadline_ms_);
             return;
         }
     }
     tried_ |= uint64_t{1} << upstream;
+    ++udp_sent_[upstream];
     auto attempt = send_udp(upstream);
     if (!attempt) {
         bump(counters_.upstream_errors);
@@ -164,6 +174,7 @@ std::unique_ptr<UpstreamQuery::UdpAttempt> UpstreamQuery::send_udp(int upstream)
         return nullptr;
     }
     attempt->sent_at_us = monotonic_us();
+    sent_any_ = true;
     bump(counters_.upstream_queries);
     server.queries.fetch_add(1, std::memory_order_relaxed);
     return attempt;
@@ -204,6 +215,11 @@ void UpstreamQuery::start_tcp(int upstream) {
     for (auto& attempt : udp_) close_attempt(*attempt);
     udp_.clear();
     close_tcp();
+    if (tcp_sent_[upstream] >= kMaxTriesPerServer) {  // RFC 9520 §3.1, per transport too
+        next_attempt();
+        return;
+    }
+    ++tcp_sent_[upstream];
     bump(counters_.upstream_tcp_retries);
     const SocketAddress& to = shared_.upstreams.at(static_cast<size_t>(upstream)).address;
     tcp_upstream_ = upstream;

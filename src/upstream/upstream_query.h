@@ -3,7 +3,9 @@
 // accepted only from that attempt's upstream address and port, with its ID and our question.
 // After an attempt's wait (a few smoothed RTTs, doubling with every retry) the next attempt
 // goes to the next upstream, but earlier attempts stay open: a slow upstream's late answer
-// still counts. TC=1 switches to TCP; the query deadline ends it all.
+// still counts. No address gets more than kMaxTriesPerServer queries per transport for one
+// client query (RFC 9520 §3.1): after that it counts as unresponsive for this query and only
+// the others are asked. TC=1 switches to TCP; the query deadline ends it all.
 // Lives on one worker's event loop; internal to upstream/.
 #pragma once
 
@@ -16,6 +18,7 @@
 #include "common/counters.h"
 #include "common/event_loop.h"
 #include "dns/wire.h"
+#include "upstream/failure_cache.h"
 #include "upstream/question.h"
 
 namespace nscache::upstream {
@@ -25,6 +28,9 @@ struct ResolverShared;
 
 class UpstreamQuery final : public EventHandler {
   public:
+    // RFC 9520 §3.1: a first try and two retries per server address and transport.
+    static constexpr uint8_t kMaxTriesPerServer = 3;
+
     UpstreamQuery(Resolver& owner, EventLoop& loop, ResolverShared& shared,
                   WorkerCounters& counters, const Question& question, std::string key);
     ~UpstreamQuery();
@@ -34,6 +40,10 @@ class UpstreamQuery final : public EventHandler {
     void on_event(uint32_t events) override;
 
     const Question& question() const { return question_; }
+    // Why the query ended without an answer: timeouts, or only network errors.
+    FailureReason failure_reason() const {
+        return sent_any_ ? FailureReason::NoReachableAuthority : FailureReason::NetworkError;
+    }
     const std::string& key() const { return key_; }
 
   private:
@@ -71,9 +81,15 @@ class UpstreamQuery final : public EventHandler {
     const Question question_;
     const std::string key_;
 
+    // Bit i: upstream i has had its kMaxTriesPerServer UDP queries.
+    uint64_t unresponsive_mask() const;
+
     std::vector<std::unique_ptr<UdpAttempt>> udp_;  // open attempts, oldest first
     uint64_t tried_ = 0;                            // bit i: upstream i tried in this round
     int attempts_ = 0;
+    uint8_t udp_sent_[64] = {};  // queries per upstream address, this client query
+    uint8_t tcp_sent_[64] = {};
+    bool sent_any_ = false;  // a query left for some upstream (not only failed sends)
     uint64_t deadline_ms_ = 0;
     EventLoop::TimerHandle timer_ = EventLoop::kNoTimer;
 

@@ -15,6 +15,7 @@ behaviour through attributes (they may be changed while it runs):
                 (UDP only): "wrong_id", "wrong_question", "wrong_qtype", "wrong_source"
     forge_only  when True, send only the forgeries, never the real answer
     forge_gap_ms  how long after the forgeries the real answer follows
+    ede         in "servfail" mode, an Extended DNS Error code (RFC 8914) to add
 
 Every query is recorded in `queries` (dicts with transport, name, rdtype, id, source).
 Names are looked up case-insensitively in `records`; a name the table lacks gets NXDOMAIN
@@ -27,6 +28,7 @@ import struct
 import threading
 import time
 
+import dns.edns
 import dns.exception
 import dns.flags
 import dns.message
@@ -91,6 +93,7 @@ class FakeUpstream:
         self.forge = []
         self.forge_only = False
         self.forge_gap_ms = 100
+        self.ede = None  # an EDE INFO-CODE (RFC 8914) added to SERVFAIL answers, if set
         self.soa_ttl = 600
         self.soa_minimum = 60
         self.queries = []
@@ -200,6 +203,8 @@ class FakeUpstream:
         mode = self.mode
         if mode == "servfail":
             resp.set_rcode(dns.rcode.SERVFAIL)
+            if self.ede is not None and query.edns >= 0:
+                resp.use_edns(0, payload=1232, options=[dns.edns.EDEOption(self.ede)])
             return resp
         if mode == "refused":
             resp.set_rcode(dns.rcode.REFUSED)

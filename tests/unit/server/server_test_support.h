@@ -47,6 +47,7 @@ struct FakeForwarder final : upstream::Forwarder {
     void refresh(const upstream::Question&) override {}
     void leave(const upstream::Question&, uint64_t cookie) override { left.push_back(cookie); }
     bool all_upstreams_down() const override { return false; }
+    bool failing(const upstream::Question&, upstream::FailureReason*) override { return false; }
 };
 
 inline sockaddr_storage loopback_peer(uint16_t port = 40000) {

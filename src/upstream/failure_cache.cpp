@@ -1,0 +1,67 @@
+#include "upstream/failure_cache.h"
+
+#include <algorithm>
+
+#include "common/hash.h"
+#include "common/random.h"
+
+namespace nscache::upstream {
+
+FailureCache::FailureCache(FailurePolicy policy, size_t slots)
+    : policy_(policy), seed_(secure_random_u64()), slots_(std::max(slots, kShards)) {
+    for (Shard& shard : shards_) {
+        MutexLock lock(shard.mu);
+        shard.slots.resize((slots_ + kShards - 1) / kShards);
+    }
+}
+
+uint64_t FailureCache::hash(std::string_view key) const {
+    return seeded_hash(seed_, reinterpret_cast<const uint8_t*>(key.data()), key.size()) | 1;
+}
+
+uint32_t FailureCache::record(std::string_view key, FailureReason reason, uint64_t now_ms) {
+    const uint64_t h = hash(key);
+    const size_t index = h % slots_;
+    Shard& shard = shards_[index % kShards];
+    MutexLock lock(shard.mu);
+    Slot& s = shard.slots[index / kShards];
+    // Consecutive: the last failure's hold ended no longer ago than it lasted (the client
+    // came back soon after, and it failed again).
+    const bool consecutive =
+        s.key_hash == h && s.backoff_ms != 0 && now_ms <= s.until_ms + s.backoff_ms;
+    const uint64_t doubled = consecutive ? uint64_t{s.backoff_ms} * 2 : policy_.initial_ms;
+    s.backoff_ms = static_cast<uint32_t>(std::min<uint64_t>(doubled, policy_.max_ms));
+    s.key_hash = h;
+    s.until_ms = now_ms + s.backoff_ms;
+    s.reason = reason;
+    return s.backoff_ms;
+}
+
+bool FailureCache::failing(std::string_view key, uint64_t now_ms, FailureReason* reason) const {
+    const uint64_t h = hash(key);
+    const size_t index = h % slots_;
+    const Shard& shard = shards_[index % kShards];
+    MutexLock lock(shard.mu);
+    const Slot& s = shard.slots[index / kShards];
+    if (s.key_hash != h || now_ms >= s.until_ms) return false;
+    if (reason != nullptr) *reason = s.reason;
+    return true;
+}
+
+void FailureCache::clear(std::string_view key) {
+    const uint64_t h = hash(key);
+    const size_t index = h % slots_;
+    Shard& shard = shards_[index % kShards];
+    MutexLock lock(shard.mu);
+    Slot& s = shard.slots[index / kShards];
+    if (s.key_hash == h) s = Slot{};
+}
+
+void FailureCache::clear_all() {
+    for (Shard& shard : shards_) {
+        MutexLock lock(shard.mu);
+        std::fill(shard.slots.begin(), shard.slots.end(), Slot{});
+    }
+}
+
+}  // namespace nscache::upstream

@@ -1,0 +1,66 @@
+// Resolution failures remembered for a while (RFC 9520 §3.2): when no upstream answered a
+// question (timeouts, network errors), the same question within the next few seconds gets
+// SERVFAIL at once instead of another round of upstream queries and another wait. Repeated
+// failures of one question back off exponentially, from `initial_ms` up to `max_ms`; an
+// answer clears the record.
+//
+// A fixed table, direct-mapped by a seeded hash of the question: O(1) per call and bounded
+// memory whatever the number of names. Two questions on one slot evict each other (at worst
+// one more upstream round). Thread-safe: 16 shards, each behind its own mutex, held for one
+// slot update.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "common/mutex.h"
+
+namespace nscache::upstream {
+
+// Why the question failed, for the client's Extended DNS Error (RFC 8914).
+enum class FailureReason : uint8_t {
+    NoReachableAuthority = 22,  // every upstream timed out
+    NetworkError = 23,          // sends or connections failed
+};
+
+struct FailurePolicy {
+    uint32_t initial_ms = 5'000;
+    uint32_t max_ms = 60'000;
+};
+
+class FailureCache {
+  public:
+    explicit FailureCache(FailurePolicy policy, size_t slots = 1 << 16);
+
+    // Records that `key` (Question::key()) failed at `now_ms`; returns how long it stays failed.
+    uint32_t record(std::string_view key, FailureReason reason, uint64_t now_ms);
+    // Why `key` failed, if it failed recently enough to be answered SERVFAIL now.
+    bool failing(std::string_view key, uint64_t now_ms, FailureReason* reason) const;
+    // An answer came: the next failure starts the backoff afresh.
+    void clear(std::string_view key);
+    void clear_all();
+
+  private:
+    struct Slot {
+        uint64_t key_hash = 0;  // 0: empty
+        uint64_t until_ms = 0;
+        uint32_t backoff_ms = 0;
+        FailureReason reason = FailureReason::NoReachableAuthority;
+    };
+    struct Shard {
+        mutable Mutex mu;
+        std::vector<Slot> slots NSCACHE_GUARDED_BY(mu);
+    };
+    static constexpr size_t kShards = 16;
+
+    uint64_t hash(std::string_view key) const;
+
+    const FailurePolicy policy_;
+    const uint64_t seed_;
+    const size_t slots_;
+    Shard shards_[kShards];
+};
+
+}  // namespace nscache::upstream
