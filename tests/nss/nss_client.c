@@ -9,7 +9,8 @@
  *   nss_client byaddr ADDR               gethostbyaddr_r
  *   nss_client direct MODULE FN NAME [AF] [BUFLEN]
  *        calls _nss_nscache_FN (gethostbyname4_r, gethostbyname3_r, gethostbyaddr2_r) from
- *        MODULE and prints "status S errno E herrno H" and, on success, the answer.
+ *        MODULE with errnop == &errno (as glibc does) and prints "status S errno E herrno H"
+ *        and, on success, the answer.
  *   nss_client repeat N gai NAME 4|6|0   N lookups; prints "ok K" (same answer every time)
  */
 #include <arpa/inet.h>
@@ -129,12 +130,15 @@ static int run_direct(const char* module, const char* fn, const char* arg, int a
         return 5;
     }
     char* buf = malloc(buflen + 1);
+    /* errnop is &errno, as glibc passes it: the module must leave its answer there. */
     int err = 0, herr = 0;
     int32_t ttl = -1;
     enum nss_status st;
+    errno = 0;
     if (strcmp(fn, "gethostbyname4_r") == 0) {
         struct gaih_addrtuple* pat = NULL;
-        st = ((nss_gethostbyname4_r*)f)(arg, &pat, buf, buflen, &err, &herr, &ttl);
+        st = ((nss_gethostbyname4_r*)f)(arg, &pat, buf, buflen, &errno, &herr, &ttl);
+        err = errno;
         printf("status %d errno %d herrno %d\n", st, st == NSS_STATUS_SUCCESS ? 0 : err, herr);
         if (st == NSS_STATUS_SUCCESS) {
             printf("ttl %d\n", ttl);
@@ -146,7 +150,8 @@ static int run_direct(const char* module, const char* fn, const char* arg, int a
     } else if (strcmp(fn, "gethostbyname3_r") == 0) {
         struct hostent h;
         char* canon = NULL;
-        st = ((nss_gethostbyname3_r*)f)(arg, af, &h, buf, buflen, &err, &herr, &ttl, &canon);
+        st = ((nss_gethostbyname3_r*)f)(arg, af, &h, buf, buflen, &errno, &herr, &ttl, &canon);
+        err = errno;
         printf("status %d errno %d herrno %d\n", st, st == NSS_STATUS_SUCCESS ? 0 : err, herr);
         if (st == NSS_STATUS_SUCCESS) {
             printf("ttl %d\ncanon %s\n", ttl, canon);
@@ -158,7 +163,8 @@ static int run_direct(const char* module, const char* fn, const char* arg, int a
         if (len == 16 && inet_pton(AF_INET6, arg, a) != 1) return 4;
         struct hostent h;
         st = ((nss_gethostbyaddr2_r*)f)(a, len, len == 4 ? AF_INET : AF_INET6, &h, buf, buflen,
-                                        &err, &herr, &ttl);
+                                        &errno, &herr, &ttl);
+        err = errno;
         printf("status %d errno %d herrno %d\n", st, st == NSS_STATUS_SUCCESS ? 0 : err, herr);
         if (st == NSS_STATUS_SUCCESS) {
             printf("ttl %d\n", ttl);

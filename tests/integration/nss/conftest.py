@@ -46,6 +46,9 @@ nx-upstream IN A 198.51.100.99
 change IN A 198.51.100.7
 """
 
+# More addresses than getaddrinfo's first buffer holds (glibc asks again with a bigger one).
+MANY_ADDRESSES = [f"192.0.2.{100 + i}" for i in range(40)]
+
 # What the daemon's upstream (the parent conftest's fake upstream) serves.
 UPSTREAM_RECORDS = [
     ("www.example.test.", "A", 300, ["192.0.2.1"]),
@@ -56,6 +59,7 @@ UPSTREAM_RECORDS = [
     ("alias2.example.test.", "CNAME", 300, ["alias.example.test."]),
     ("multi.example.test.", "A", 300, ["192.0.2.11", "192.0.2.12", "192.0.2.13"]),
     ("host.sub.example.test.", "A", 300, ["192.0.2.21"]),
+    ("many.example.test.", "A", 300, MANY_ADDRESSES),
     ("1.2.0.192.in-addr.arpa.", "PTR", 300, ["www.example.test."]),
     ("3.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa.", "PTR", 300,
      ["dual.example.test."]),

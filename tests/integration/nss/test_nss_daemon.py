@@ -50,6 +50,19 @@ def test_notfound_falls_through_unless_told_to_return(netns, nssd):
     assert getent_ahosts(netns, "nx-upstream.example.test", final) is None
 
 
+MANY_ADDRESSES = [f"192.0.2.{100 + i}" for i in range(40)]  # conftest's many.example.test
+
+
+def test_many_addresses_through_glibc(netns, nssd):
+    """40 A records with `hosts: nscache` alone: glibc's first buffer is too small, the module
+    reports ERANGE through errnop == &errno, and glibc asks again with a bigger one."""
+    only = netns.nsswitch_file("nscache")
+    for _ in range(2):  # from the socket, then from the map
+        got = getent_ahosts(netns, "many.example.test", only)
+        assert got is not None and got[0] == set(MANY_ADDRESSES), got
+        assert py_getaddrinfo(netns, "many.example.test", 2, only) == sorted(MANY_ADDRESSES)
+
+
 def test_c_client(netns, nss_build, nssd):
     r = client(netns, nss_build, "gai", "dual.example.test", "4")
     assert r.values("addr") == ["192.0.2.3"] and r.value("canon") == "dual.example.test", r

@@ -318,3 +318,17 @@ def test_map_of_a_stopped_daemon_is_not_used(netns, nss_build, fake_nss):
     r = direct(netns, nss_build, "gethostbyname3_r", "mapped.example.test", "4")
     assert r.status == NSS_NOTFOUND, r  # asked the socket, whose table lacks the name
     assert len(fake_nss.requests_for("mapped.example.test")) == 1
+
+
+def test_many_addresses_through_glibc(netns, fake_nss):
+    """glibc passes errnop == &errno: an ERANGE the module reports must survive its return, or
+    glibc never grows its buffer and a name with many addresses fails (getaddrinfo's first
+    buffer holds about 24 tuples). `hosts: nscache` alone, so nothing else can answer."""
+    many = [f"192.0.2.{100 + i}" for i in range(40)]
+    fake_nss.host("many.example.test", v4=many)
+    only = netns.nsswitch_file("nscache")
+    got = getent_ahosts(netns, "many.example.test", only)
+    assert got is not None and got[0] == set(many), got
+    assert sorted(py_getaddrinfo(netns, "many.example.test", 2, only)) == sorted(many)
+    r = getent(netns, "hosts", "many.example.test", nsswitch=only)
+    assert r.rc == 0 and r.lines and set(r.lines[0].split()[1:]) >= {"many.example.test"}, r
