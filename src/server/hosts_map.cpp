@@ -76,12 +76,15 @@ nscache_map_slot* HostsMap::slot(uint32_t index) const {
     return reinterpret_cast<nscache_map_slot*>(bytes + size_t{index} * NSCACHE_MAP_SLOT_SIZE);
 }
 
+uint32_t HostsMap::generation() const {
+    return base_ == nullptr ? 0 : load_acquire(header_of(base_)->generation);
+}
+
 void HostsMap::publish(std::span<const uint8_t> key, uint16_t status, uint32_t ttl,
-                       std::span<const uint8_t> payload, int64_t now_ms) {
+                       std::span<const uint8_t> payload, int64_t now_ms, uint32_t generation) {
     if (base_ == nullptr || ttl == 0 || key.size() + payload.size() > NSCACHE_MAP_SLOT_DATA) return;
     const uint64_t hash = nscache_map_hash(key.data(), key.size());
     const uint32_t first = nscache_map_slot_index(hash, slot_count_);
-    const uint32_t generation = load_acquire(header_of(base_)->generation);
     // The key's own slot if it has one, else the one that expires first.
     nscache_map_slot* a = slot(first);
     nscache_map_slot* b = slot(first ^ 1u);

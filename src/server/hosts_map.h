@@ -27,12 +27,18 @@ class HostsMap {
     // Creates the file afresh (readers of an older file see it closed and reopen the path).
     std::optional<std::string> create(const std::string& path, uint32_t slots = kDefaultSlots);
 
-    // Stores an answer for `key` valid until expires_ms (CLOCK_MONOTONIC); skipped when it
-    // does not fit in a slot. The older (or expired) of the key's two slots is replaced.
-    void publish(std::span<const uint8_t> key, uint16_t status, uint32_t ttl,
-                 std::span<const uint8_t> payload, int64_t now_ms);
+    // The generation to publish an answer under: read it before the answer is looked up, so
+    // an answer looked up before a flush is published already invalid (any thread).
+    uint32_t generation() const;
 
-    // Every slot written so far becomes invalid (a flush).
+    // Stores an answer for `key` valid until now_ms + ttl (CLOCK_MONOTONIC), tagged with
+    // `generation` (from generation()); skipped when it does not fit in a slot. The key's own
+    // slot, else the one of its two that expires first, is replaced.
+    void publish(std::span<const uint8_t> key, uint16_t status, uint32_t ttl,
+                 std::span<const uint8_t> payload, int64_t now_ms, uint32_t generation);
+
+    // Every slot written so far, and every answer looked up before now, becomes invalid (a
+    // flush).
     void invalidate_all();
 
     // Marks the map closed and removes the file.

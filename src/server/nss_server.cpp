@@ -319,6 +319,9 @@ void NssServer::on_request(NssConnection& connection, const nscache_nss_request&
     r.key.resize(NSCACHE_MAP_KEY_MAX);
     r.key.resize(nscache_map_key(r.key.data(), header.op, header.family, data.data(), data.size()));
     r.question.qclass = dns::kClassIN;
+    // Read before any cache lookup: a flush from here on must invalidate what this request
+    // publishes, since its answer may be from before the flush.
+    r.map_generation = map_.generation();
     const uint32_t generation = r.generation;
     for (size_t i = 0; i < r.parts.size(); ++i) {
         lookup_part(slot, i);
@@ -381,7 +384,8 @@ void NssServer::finish(uint32_t slot) {
                                    ? combine_results(r.parts[0].result, r.parts[1].result)
                                    : r.parts[0].result;
     const std::vector<uint8_t> payload = encode_payload(result);
-    map_.publish(r.key, result.status, result.ttl, payload, static_cast<int64_t>(loop_.now_ms()));
+    map_.publish(r.key, result.status, result.ttl, payload, static_cast<int64_t>(loop_.now_ms()),
+                 r.map_generation);
     const auto connection_slot = static_cast<uint32_t>(r.connection_id);
     const int32_t family = r.family;
     const uint64_t connection = r.connection_id;

@@ -63,6 +63,7 @@ class NssServer final : public upstream::CompletionSink {
         std::vector<uint8_t> key;     // map key (nss/protocol.h)
         upstream::Question question;  // the name asked in DNS form (qtype set per part)
         std::vector<Part> parts;      // A, AAAA or PTR
+        uint32_t map_generation = 0;  // the map's, read before the first cache lookup
         uint32_t generation = 0;
         bool in_use = false;
     };

@@ -212,6 +212,36 @@ def test_flush_reaches_the_map(netns, nss_build, nssd):
     assert client(netns, nss_build, "gai", "flushme.example.test", "4").values("addr") == ["192.0.2.81"]
 
 
+def test_answer_looked_up_before_a_flush_is_not_served_after_it(netns, nss_build, nssd, tmp_path):
+    """An AF_UNSPEC request whose A comes from the cache and whose AAAA waits for the upstream:
+    a flush while it waits must invalidate what the request publishes when it finishes, or
+    the A from before the flush is served from the map after it."""
+    name = "racy.example.test."
+    _set_a(nssd.upstream, name, 300, "192.0.2.90")
+    nssd.upstream.add(name, "AAAA", 300, "2001:db8::90")
+    assert client(netns, nss_build, "gai", "racy.example.test", "4").values("addr") == ["192.0.2.90"]
+    _set_a(nssd.upstream, name, 300, "192.0.2.91")
+    nssd.upstream.delays[name] = 1500
+    asked = nssd.upstream.count(name=name)
+    proc = netns.popen([str(nss_build.client), "gai", "racy.example.test", "0"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 10
+        while nssd.upstream.count(name=name) == asked and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert nssd.upstream.count(name=name) > asked, "the AAAA query never reached the upstream"
+        nssd.daemon.flush()  # while the AAAA is delayed; the A was read from the cache already
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
+    assert "192.0.2.90" in out, out  # looked up before the flush: fine to answer once
+    nssd.upstream.delays.pop(name)
+    r = client(netns, nss_build, "gai", "racy.example.test", "0")
+    assert sorted(r.values("addr")) == ["192.0.2.91", "2001:db8::90"], r
+
+
 STRESS_NAMES = 120
 
 

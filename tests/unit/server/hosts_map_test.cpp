@@ -55,8 +55,10 @@ TEST(HostsMap, PublishedSlotsAreFoundUntilAFlush) {
     HostsMap map;
     ASSERT_FALSE(map.create(path, 64));
     const std::vector<uint8_t> payload = {1, 2, 3};
-    map.publish(key_for("www.example.test", 2), NSCACHE_NSS_FOUND, 300, payload, 1000);
-    map.publish(key_for("www.example.test", 10), NSCACHE_NSS_NODATA, 60, {}, 1000);
+    map.publish(key_for("www.example.test", 2), NSCACHE_NSS_FOUND, 300, payload, 1000,
+                map.generation());
+    map.publish(key_for("www.example.test", 10), NSCACHE_NSS_NODATA, 60, {}, 1000,
+                map.generation());
     MapView view(path);
     EXPECT_EQ(view.header()->live, 1u);
     // Keys are case-insensitive and ignore a trailing dot.
@@ -74,14 +76,33 @@ TEST(HostsMap, PublishedSlotsAreFoundUntilAFlush) {
     EXPECT_NE(access(path.c_str(), F_OK), 0);
 }
 
+// The NSS thread reads the generation before it looks an answer up and publishes later; a
+// flush in between (the control thread) must leave that answer invalid.
+TEST(HostsMap, AnswerLookedUpBeforeAFlushIsInvalidAfterIt) {
+    const std::string path = ::testing::TempDir() + "nscache_hosts_map_test3.map";
+    HostsMap map;
+    ASSERT_FALSE(map.create(path, 64));
+    const std::vector<uint8_t> payload = {1, 2, 3};
+    const uint32_t before_flush = map.generation();
+    map.invalidate_all();
+    map.publish(key_for("www.example.test", 2), NSCACHE_NSS_FOUND, 300, payload, 1000,
+                before_flush);
+    MapView view(path);
+    EXPECT_EQ(view.find(key_for("www.example.test", 2)), nullptr);
+    map.publish(key_for("www.example.test", 2), NSCACHE_NSS_FOUND, 300, payload, 1000,
+                map.generation());
+    EXPECT_NE(view.find(key_for("www.example.test", 2)), nullptr);
+}
+
 TEST(HostsMap, TooLargeOrZeroTtlIsNotPublished) {
     const std::string path = ::testing::TempDir() + "nscache_hosts_map_test2.map";
     HostsMap map;
     ASSERT_FALSE(map.create(path, 64));
     const std::vector<uint8_t> payload = {1};
     map.publish(key_for("big.example.test", 2), NSCACHE_NSS_FOUND, 300,
-                std::vector<uint8_t>(NSCACHE_MAP_SLOT_SIZE, 0), 1000);
-    map.publish(key_for("zero.example.test", 2), NSCACHE_NSS_FOUND, 0, payload, 1000);
+                std::vector<uint8_t>(NSCACHE_MAP_SLOT_SIZE, 0), 1000, map.generation());
+    map.publish(key_for("zero.example.test", 2), NSCACHE_NSS_FOUND, 0, payload, 1000,
+                map.generation());
     MapView view(path);
     EXPECT_EQ(view.find(key_for("big.example.test", 2)), nullptr);
     EXPECT_EQ(view.find(key_for("zero.example.test", 2)), nullptr);
