@@ -18,6 +18,9 @@ namespace nscache::server {
 namespace {
 
 constexpr size_t kMaxConnections = 4096;
+// One request per connection, plus those of connections that timed out while the resolver
+// still works on them (it answers within its own timeout, well before the connection's).
+constexpr size_t kMaxRequests = 2 * kMaxConnections;
 constexpr uint64_t kConnectionTimeoutMs = 10'000;
 constexpr int kAfInet = 2;
 constexpr int kAfInet6 = 10;
@@ -46,8 +49,13 @@ struct SyntheticQuery {
     }
 };
 
-uint64_t connection_id(uint32_t slot, uint32_t generation) {
-    return uint64_t{generation} << 32 | slot;
+// A resolver cookie: the request's id with the part (0 or 1) in the low bit of its slot
+// index. Slot indexes stay below kMaxRequests, far below 2^31.
+uint64_t cookie_of(uint64_t request_id, size_t part) {
+    return (request_id >> 32) << 32 | (request_id & 0xFFFFFFFFu) << 1 | part;
+}
+uint64_t request_of(uint64_t cookie) {
+    return (cookie >> 32) << 32 | (cookie & 0xFFFFFFFFu) >> 1;
 }
 
 }  // namespace
@@ -178,6 +186,8 @@ NssServer::NssServer(ServerShared& shared, WorkerCounters& counters, uint32_t wo
       options_(std::move(options)),
       queue_(loop_),
       resolver_(worker_index, loop_, shared.resolver, *this, counters),
+      connections_(kMaxConnections),
+      requests_(kMaxRequests),
       scratch_(kMaxAnswer) {}
 
 NssServer::~NssServer() {
@@ -228,33 +238,23 @@ void NssServer::accept_connections() {
     for (int i = 0; i < 64; ++i) {
         const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) return;
-        uint32_t slot;
-        if (!free_connections_.empty()) {
-            slot = free_connections_.back();
-            free_connections_.pop_back();
-        } else if (connections_.size() < kMaxConnections) {
-            slot = static_cast<uint32_t>(connections_.size());
-            connections_.emplace_back();
-            connection_generations_.push_back(0);
-        } else {
+        uint64_t id;
+        std::unique_ptr<NssConnection>* slot = connections_.add(id);
+        if (slot == nullptr) {  // kMaxConnections open already
             close(fd);
             continue;
         }
-        auto connection = std::make_unique<NssConnection>(
-            *this, loop_, fd, connection_id(slot, connection_generations_[slot]));
-        if (!connection->start()) {
-            free_connections_.push_back(slot);
-            continue;  // the destructor closes fd
-        }
-        connections_[slot] = std::move(connection);
+        *slot = std::make_unique<NssConnection>(*this, loop_, fd, id);
+        if (!(*slot)->start()) connections_.remove(id);  // the destructor closes fd
     }
 }
 
 void NssServer::release(NssConnection* connection) {
-    const auto slot = static_cast<uint32_t>(connection->id());
-    ++connection_generations_[slot];
-    graveyard_.push_back(std::move(connections_[slot]));
-    free_connections_.push_back(slot);
+    std::unique_ptr<NssConnection>* slot = connections_.find(connection->id());
+    if (slot == nullptr) return;
+    // Destroyed on the loop's next turn: the connection is still running this call.
+    graveyard_.push_back(std::move(*slot));
+    connections_.remove(connection->id());
     if (graveyard_.size() == 1) loop_.add_timer(0, [this] { graveyard_.clear(); });
 }
 
@@ -276,62 +276,57 @@ void NssServer::answer(NssConnection& connection, uint16_t status, int32_t famil
 void NssServer::on_request(NssConnection& connection, const nscache_nss_request& header,
                            std::span<const uint8_t> data) {
     bump(counters_.nss_requests);
-    uint32_t slot;
-    if (!free_requests_.empty()) {
-        slot = free_requests_.back();
-        free_requests_.pop_back();
-    } else {
-        slot = static_cast<uint32_t>(requests_.size());
-        requests_.emplace_back();
+    RequestId id;
+    Request* r = requests_.add(id);
+    if (r == nullptr) {
+        answer(connection, NSCACHE_NSS_TRYAGAIN, header.family, 0, {});
+        return;
     }
-    Request& r = requests_[slot];
-    r.in_use = true;
-    r.connection_id = connection.id();
-    r.op = header.op;
-    r.family = header.family;
-    r.parts.clear();
+    r->connection_id = connection.id();
+    r->op = header.op;
+    r->family = header.family;
 
     bool valid = false;
     if (header.op == NSCACHE_NSS_BY_NAME) {
         std::string text(data.begin(), data.end());
         auto name = dns::name_from_text(text);
         if (name && (header.family == kAfInet || header.family == kAfInet6 || header.family == 0)) {
-            dns::lower_name(name->view(), r.question.name);
-            if (header.family != kAfInet6) r.parts.push_back(Part{dns::rtype::A, false, {}});
-            if (header.family != kAfInet) r.parts.push_back(Part{dns::rtype::AAAA, false, {}});
+            dns::lower_name(name->view(), r->question.name);
+            if (header.family != kAfInet6) r->parts.push_back(Part{dns::rtype::A, false, {}});
+            if (header.family != kAfInet) r->parts.push_back(Part{dns::rtype::AAAA, false, {}});
             valid = true;
         }
     } else if (header.op == NSCACHE_NSS_BY_ADDR &&
                ((header.family == kAfInet && data.size() == 4) ||
                 (header.family == kAfInet6 && data.size() == 16))) {
         const std::vector<uint8_t> reverse = reverse_name(header.family, data.data());
-        std::memcpy(r.question.name.bytes, reverse.data(), reverse.size());
-        r.question.name.length = static_cast<uint8_t>(reverse.size());
-        r.parts.push_back(Part{dns::rtype::PTR, false, {}});
+        std::memcpy(r->question.name.bytes, reverse.data(), reverse.size());
+        r->question.name.length = static_cast<uint8_t>(reverse.size());
+        r->parts.push_back(Part{dns::rtype::PTR, false, {}});
         valid = true;
     }
     if (!valid) {
-        r.in_use = false;
-        free_requests_.push_back(slot);
+        requests_.remove(id);
         answer(connection, NSCACHE_NSS_UNAVAIL, header.family, 0, {});
         return;
     }
-    r.key.resize(NSCACHE_MAP_KEY_MAX);
-    r.key.resize(nscache_map_key(r.key.data(), header.op, header.family, data.data(), data.size()));
-    r.question.qclass = dns::kClassIN;
+    r->key.resize(NSCACHE_MAP_KEY_MAX);
+    r->key.resize(
+        nscache_map_key(r->key.data(), header.op, header.family, data.data(), data.size()));
+    r->question.qclass = dns::kClassIN;
     // Read before any cache lookup: a flush from here on must invalidate what this request
     // publishes, since its answer may be from before the flush.
-    r.map_generation = map_.generation();
-    const uint32_t generation = r.generation;
-    for (size_t i = 0; i < r.parts.size(); ++i) {
-        lookup_part(slot, i);
-        // A part answered from the cache may have finished (and freed) the request.
-        if (!requests_[slot].in_use || requests_[slot].generation != generation) return;
+    r->map_generation = map_.generation();
+    const size_t parts = r->parts.size();
+    for (size_t i = 0; i < parts; ++i) {
+        lookup_part(id, i);
+        // A part answered from the cache may have finished (and removed) the request.
+        if (requests_.find(id) == nullptr) return;
     }
 }
 
-void NssServer::lookup_part(uint32_t slot, size_t part) {
-    Request& r = requests_[slot];
+void NssServer::lookup_part(RequestId id, size_t part) {
+    Request& r = *requests_.find(id);
     upstream::Question question = r.question;
     question.qtype = r.parts[part].qtype;
     const SyntheticQuery synthetic(question.name.view(), question.qtype);
@@ -340,61 +335,51 @@ void NssServer::lookup_part(uint32_t slot, size_t part) {
     const auto hit =
         shared_.cache.lookup(question.cache_key(), q, loop_.now_ms(), limits, scratch_, false);
     if (hit.freshness == cache::Freshness::Fresh) {
-        part_done(slot, part, std::span<const uint8_t>(scratch_.data(), hit.length));
+        part_done(id, part, std::span<const uint8_t>(scratch_.data(), hit.length));
         return;
     }
-    // The cookie names the request slot, its generation and the part.
-    const uint64_t cookie = uint64_t{r.generation} << 32 | uint64_t{slot} << 1 | part;
-    if (!resolver_.resolve(question, cookie)) part_done(slot, part, {});
+    if (!resolver_.resolve(question, cookie_of(id, part))) part_done(id, part, {});
 }
 
 void NssServer::deliver(uint64_t cookie, const upstream::ResolveOutcome& outcome) {
-    const auto slot = static_cast<uint32_t>((cookie & 0xFFFFFFFFu) >> 1);
+    const RequestId id = request_of(cookie);
     const size_t part = cookie & 1;
-    if (slot >= requests_.size()) return;
-    Request& r = requests_[slot];
-    if (!r.in_use || r.generation != static_cast<uint32_t>(cookie >> 32) ||
-        part >= r.parts.size()) {
-        return;
-    }
+    Request* r = requests_.find(id);
+    if (r == nullptr || part >= r->parts.size()) return;
     size_t length = 0;
     if (outcome.answer) {
-        const SyntheticQuery synthetic(r.question.name.view(), r.parts[part].qtype);
+        const SyntheticQuery synthetic(r->question.name.view(), r->parts[part].qtype);
         bool truncated = false;
         length = cache::render_answer(outcome.answer->view(), synthetic.query(), 0, false,
                                       cache::RenderLimits{kMaxAnswer, 1232}, scratch_, &truncated);
     }
-    part_done(slot, part, std::span<const uint8_t>(scratch_.data(), length));
+    part_done(id, part, std::span<const uint8_t>(scratch_.data(), length));
 }
 
-void NssServer::part_done(uint32_t slot, size_t part, std::span<const uint8_t> answer) {
-    Request& r = requests_[slot];
+void NssServer::part_done(RequestId id, size_t part, std::span<const uint8_t> answer) {
+    Request& r = *requests_.find(id);
     r.parts[part].done = true;
     r.parts[part].result = hosts_result_from_answer(dns::Bytes(answer.data(), answer.size()),
                                                     r.question.name.view(), r.parts[part].qtype);
     for (const Part& p : r.parts) {
         if (!p.done) return;
     }
-    finish(slot);
+    finish(id);
 }
 
-void NssServer::finish(uint32_t slot) {
-    Request& r = requests_[slot];
+void NssServer::finish(RequestId id) {
+    Request& r = *requests_.find(id);
     const HostsResult result = r.parts.size() == 2
                                    ? combine_results(r.parts[0].result, r.parts[1].result)
                                    : r.parts[0].result;
     const std::vector<uint8_t> payload = encode_payload(result);
     map_.publish(r.key, result.status, result.ttl, payload, static_cast<int64_t>(loop_.now_ms()),
                  r.map_generation);
-    const auto connection_slot = static_cast<uint32_t>(r.connection_id);
     const int32_t family = r.family;
-    const uint64_t connection = r.connection_id;
-    r.in_use = false;
-    ++r.generation;
-    free_requests_.push_back(slot);
-    if (connection_slot < connections_.size() && connections_[connection_slot] &&
-        connections_[connection_slot]->id() == connection) {
-        answer(*connections_[connection_slot], result.status, family, result.ttl, payload);
+    const uint64_t connection_id = r.connection_id;
+    requests_.remove(id);
+    if (std::unique_ptr<NssConnection>* connection = connections_.find(connection_id)) {
+        answer(**connection, result.status, family, result.ttl, payload);
     }
 }
 

@@ -13,6 +13,7 @@
 
 #include "common/counters.h"
 #include "common/event_loop.h"
+#include "common/slot_table.h"
 #include "server/hosts_map.h"
 #include "server/nss_answer.h"
 #include "server/server_shared.h"
@@ -56,6 +57,7 @@ class NssServer final : public upstream::CompletionSink {
         bool done = false;
         HostsResult result;
     };
+    // One question being answered; its SlotTable id (with the part) is the resolver's cookie.
     struct Request {
         uint64_t connection_id = 0;
         uint16_t op = 0;
@@ -64,14 +66,13 @@ class NssServer final : public upstream::CompletionSink {
         upstream::Question question;  // the name asked in DNS form (qtype set per part)
         std::vector<Part> parts;      // A, AAAA or PTR
         uint32_t map_generation = 0;  // the map's, read before the first cache lookup
-        uint32_t generation = 0;
-        bool in_use = false;
     };
+    using RequestId = SlotTable<Request>::Id;
 
     void accept_connections();
-    void lookup_part(uint32_t slot, size_t part);
-    void part_done(uint32_t slot, size_t part, std::span<const uint8_t> answer);
-    void finish(uint32_t slot);
+    void lookup_part(RequestId id, size_t part);
+    void part_done(RequestId id, size_t part, std::span<const uint8_t> answer);
+    void finish(RequestId id);
     void answer(NssConnection& connection, uint16_t status, int32_t family, uint32_t ttl,
                 std::span<const uint8_t> payload);
 
@@ -86,12 +87,9 @@ class NssServer final : public upstream::CompletionSink {
     HostsMap map_;
     int listen_fd_ = -1;
     std::unique_ptr<Acceptor> acceptor_;
-    std::vector<std::unique_ptr<NssConnection>> connections_;  // indexed by slot
-    std::vector<uint32_t> connection_generations_;
-    std::vector<uint32_t> free_connections_;
+    SlotTable<std::unique_ptr<NssConnection>> connections_;
     std::vector<std::unique_ptr<NssConnection>> graveyard_;
-    std::vector<Request> requests_;
-    std::vector<uint32_t> free_requests_;
+    SlotTable<Request> requests_;
     std::vector<uint8_t> scratch_;
     std::thread thread_;
 };
