@@ -1,5 +1,6 @@
 #include "server/nss_server.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -22,6 +23,8 @@ constexpr size_t kMaxConnections = 4096;
 // still works on them (it answers within its own timeout, well before the connection's).
 constexpr size_t kMaxRequests = 2 * kMaxConnections;
 constexpr uint64_t kConnectionTimeoutMs = 10'000;
+// How long the listener is left alone when no descriptor is free to accept with.
+constexpr uint64_t kListenerPauseMs = 100;
 constexpr int kAfInet = 2;
 constexpr int kAfInet6 = 10;
 constexpr size_t kMaxAnswer = 65535;
@@ -198,6 +201,7 @@ NssServer::~NssServer() {
         close(listen_fd_);
         unlink(options_.socket_path.c_str());
     }
+    if (spare_fd_ >= 0) close(spare_fd_);
     map_.close();
 }
 
@@ -210,12 +214,21 @@ std::optional<std::string> NssServer::open() {
     std::memcpy(addr.sun_path, options_.socket_path.c_str(), options_.socket_path.size() + 1);
     unlink(options_.socket_path.c_str());
     listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        listen(listen_fd_, 256) != 0) {
-        return "cannot bind NSS socket " + options_.socket_path + ": " + std::strerror(errno);
+    if (listen_fd_ < 0) return std::string("cannot create the NSS socket: ") + std::strerror(errno);
+    // Every local user resolves names, as through /etc/resolv.conf: the socket is born 0666.
+    // The mode comes from the umask, never from chmod() by path, which root would follow
+    // through a symlink planted in a folder another user owns. The daemon is still one thread
+    // here, so the process-wide umask changes nothing else.
+    const mode_t old_mask = umask(0111);
+    const bool bound = bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    const int bind_errno = errno;
+    umask(old_mask);
+    if (!bound || listen(listen_fd_, 256) != 0) {
+        return "cannot bind NSS socket " + options_.socket_path + ": " +
+               std::strerror(bound ? errno : bind_errno);
     }
-    // Every local user resolves names, as through /etc/resolv.conf.
-    chmod(options_.socket_path.c_str(), 0666);
+    // Held in reserve for running out of descriptors (accept_connections).
+    spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (auto error = map_.create(options_.map_path)) return error;
     log_info("NSS socket %s, map %s", options_.socket_path.c_str(), options_.map_path.c_str());
     return std::nullopt;
@@ -223,8 +236,7 @@ std::optional<std::string> NssServer::open() {
 
 void NssServer::start() {
     acceptor_ = std::make_unique<Acceptor>(*this);
-    EventLoop::Registration ignored;
-    loop_.add(listen_fd_, EPOLLIN, acceptor_.get(), ignored);
+    loop_.add(listen_fd_, EPOLLIN, acceptor_.get(), listener_);
     thread_ = std::thread([this] { loop_.run([this] { queue_.drain(*this); }); });
 }
 
@@ -237,7 +249,19 @@ void NssServer::stop() {
 void NssServer::accept_connections() {
     for (int i = 0; i < 64; ++i) {
         const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) return;
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            if (errno == EAGAIN) return;
+            // Out of descriptors (EMFILE, ENFILE) or kernel memory: the connection stays in
+            // the backlog and the listener stays readable, which on a level-triggered loop
+            // would spin this thread at full speed until a descriptor frees up.
+            log_warning_limited("NSS socket: cannot accept a connection: %s", std::strerror(errno));
+            if (!shed_connection()) {
+                pause_listener();
+                return;
+            }
+            continue;
+        }
         uint64_t id;
         std::unique_ptr<NssConnection>* slot = connections_.add(id);
         if (slot == nullptr) {  // kMaxConnections open already
@@ -247,6 +271,28 @@ void NssServer::accept_connections() {
         *slot = std::make_unique<NssConnection>(*this, loop_, fd, id);
         if (!(*slot)->start()) connections_.remove(id);  // the destructor closes fd
     }
+}
+
+bool NssServer::shed_connection() {
+    if (spare_fd_ < 0) return false;
+    // The spare descriptor makes room to accept the waiting client and close it at once: it
+    // sees its connection closed (and tries again, or asks dns) instead of waiting.
+    close(spare_fd_);
+    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) close(fd);
+    spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);  // another thread may win it
+    return fd >= 0 && spare_fd_ >= 0;
+}
+
+void NssServer::pause_listener() {
+    if (listener_paused_) return;
+    listener_paused_ = true;
+    loop_.modify(listener_, 0);
+    loop_.add_timer(loop_.now_ms() + kListenerPauseMs, [this] {
+        listener_paused_ = false;
+        if (spare_fd_ < 0) spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+        loop_.modify(listener_, EPOLLIN);
+    });
 }
 
 void NssServer::release(NssConnection* connection) {

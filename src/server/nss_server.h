@@ -70,6 +70,11 @@ class NssServer final : public upstream::CompletionSink {
     using RequestId = SlotTable<Request>::Id;
 
     void accept_connections();
+    // Out of descriptors: accepts the oldest waiting client into the spare descriptor and
+    // closes it; false when there is no spare (then pause_listener()).
+    bool shed_connection();
+    // Stops watching the listening socket for a short while.
+    void pause_listener();
     void lookup_part(RequestId id, size_t part);
     void part_done(RequestId id, size_t part, std::span<const uint8_t> answer);
     void finish(RequestId id);
@@ -86,6 +91,9 @@ class NssServer final : public upstream::CompletionSink {
     upstream::Resolver resolver_;
     HostsMap map_;
     int listen_fd_ = -1;
+    int spare_fd_ = -1;
+    EventLoop::Registration listener_ = EventLoop::kNoRegistration;
+    bool listener_paused_ = false;
     std::unique_ptr<Acceptor> acceptor_;
     SlotTable<std::unique_ptr<NssConnection>> connections_;
     std::vector<std::unique_ptr<NssConnection>> graveyard_;
