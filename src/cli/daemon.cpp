@@ -87,11 +87,10 @@ int run_daemon(const Config& config) {
     std::unique_ptr<WorkerCounters[]> counters(new WorkerCounters[workers + 1]);
     std::unique_ptr<server::NssServer> nss;
     if (config.nss) {
-        nss = std::make_unique<server::NssServer>(
-            shared, counters[workers], workers,
-            server::NssOptions{config.nss_socket, config.nss_map});
+        nss = std::make_unique<server::NssServer>(shared, counters[workers], workers,
+                                                  server::NssOptions{config.nss_socket});
         std::string error;
-        if (!make_parent_folder(config.nss_socket) || !make_parent_folder(config.nss_map)) {
+        if (!make_parent_folder(config.nss_socket)) {
             error = "cannot create the folder of " + config.nss_socket;
         } else if (auto e = nss->open()) {
             error = *e;
@@ -131,7 +130,7 @@ int run_daemon(const Config& config) {
 
     if (user) {
         // The runtime folders become the user's, so it can replace and remove its files.
-        for (const std::string& path : {config.control, config.nss_socket, config.nss_map}) {
+        for (const std::string& path : {config.control, config.nss_socket}) {
             const std::string folder = parent_folder(path);
             if (folder == "/run/nscache" && chown(folder.c_str(), user->uid, user->gid) != 0) {
                 log_warning("cannot give %s to %s", folder.c_str(), config.user.c_str());

@@ -101,8 +101,11 @@ class NssConnection final : public EventHandler {
         read_in();
     }
 
-    void send(std::vector<uint8_t> bytes) {
+    // Writes `bytes`, then closes. `pass_fd` (if not -1) rides on the first byte as
+    // SCM_RIGHTS; the caller keeps owning it.
+    void send(std::vector<uint8_t> bytes, int pass_fd = -1) {
         out_ = std::move(bytes);
+        pass_fd_ = pass_fd;
         writing_ = true;
         write_out();
     }
@@ -136,10 +139,30 @@ class NssConnection final : public EventHandler {
                            std::span<const uint8_t>(in_.data() + sizeof header, header.data_len));
     }
 
+    ssize_t send_some() {
+        if (pass_fd_ < 0) {
+            return ::send(fd_, out_.data() + offset_, out_.size() - offset_, MSG_NOSIGNAL);
+        }
+        iovec iov{out_.data() + offset_, out_.size() - offset_};
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        cmsghdr* c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        std::memcpy(CMSG_DATA(c), &pass_fd_, sizeof(int));
+        const ssize_t n = sendmsg(fd_, &msg, MSG_NOSIGNAL);
+        if (n > 0) pass_fd_ = -1;  // sent with the first byte
+        return n;
+    }
+
     void write_out() {
         while (offset_ < out_.size()) {
-            const ssize_t n =
-                ::send(fd_, out_.data() + offset_, out_.size() - offset_, MSG_NOSIGNAL);
+            const ssize_t n = send_some();
             if (n < 0 && errno == EINTR) continue;
             if (n < 0 && errno == EAGAIN) {
                 loop_.modify(registration_, EPOLLOUT);
@@ -170,6 +193,7 @@ class NssConnection final : public EventHandler {
     std::vector<uint8_t> in_;
     std::vector<uint8_t> out_;
     size_t offset_ = 0;
+    int pass_fd_ = -1;
     bool writing_ = false;
 };
 
@@ -229,8 +253,8 @@ std::optional<std::string> NssServer::open() {
     }
     // Held in reserve for running out of descriptors (accept_connections).
     spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (auto error = map_.create(options_.map_path)) return error;
-    log_info("NSS socket %s, map %s", options_.socket_path.c_str(), options_.map_path.c_str());
+    if (auto error = map_.create()) return error;
+    log_info("NSS socket %s", options_.socket_path.c_str());
     return std::nullopt;
 }
 
@@ -305,7 +329,7 @@ void NssServer::release(NssConnection* connection) {
 }
 
 void NssServer::answer(NssConnection& connection, uint16_t status, int32_t family, uint32_t ttl,
-                       std::span<const uint8_t> payload) {
+                       std::span<const uint8_t> payload, int pass_fd) {
     nscache_nss_response header{};
     header.magic = NSCACHE_NSS_RESPONSE_MAGIC;
     header.version = NSCACHE_NSS_VERSION;
@@ -313,14 +337,31 @@ void NssServer::answer(NssConnection& connection, uint16_t status, int32_t famil
     header.family = family;
     header.ttl = ttl;
     header.payload_len = static_cast<uint32_t>(payload.size());
+    header.map_id = map_.id();
     std::vector<uint8_t> bytes(sizeof header + payload.size());
     std::memcpy(bytes.data(), &header, sizeof header);
     copy_bytes(bytes.data() + sizeof header, payload.data(), payload.size());
-    connection.send(std::move(bytes));
+    connection.send(std::move(bytes), pass_fd);
+}
+
+void NssServer::send_map(NssConnection& connection) {
+    if (map_.fd() < 0) {
+        answer(connection, NSCACHE_NSS_UNAVAIL, 0, 0, {});
+        return;
+    }
+    uint8_t size[8];
+    const uint64_t bytes = map_.size();
+    std::memcpy(size, &bytes, sizeof size);
+    answer(connection, NSCACHE_NSS_FOUND, 0, 0, size, map_.fd());
 }
 
 void NssServer::on_request(NssConnection& connection, const nscache_nss_request& header,
                            std::span<const uint8_t> data) {
+    // Once per process that resolves names (and per daemon it sees): not a lookup.
+    if (header.op == NSCACHE_NSS_GET_MAP && data.empty()) {
+        send_map(connection);
+        return;
+    }
     bump(counters_.nss_requests);
     RequestId id;
     Request* r = requests_.add(id);

@@ -24,7 +24,6 @@ namespace nscache::server {
 
 struct NssOptions {
     std::string socket_path;
-    std::string map_path;
 };
 
 class NssConnection;
@@ -36,7 +35,8 @@ class NssServer final : public upstream::CompletionSink {
               NssOptions options);
     ~NssServer();
 
-    // Binds the socket and creates the map; an error message on failure.
+    // Binds the socket and creates the map (a sealed memfd handed out over the socket); an
+    // error message on failure.
     std::optional<std::string> open();
     upstream::CompletionQueue& completion_queue() { return queue_; }
     void start();
@@ -78,8 +78,11 @@ class NssServer final : public upstream::CompletionSink {
     void lookup_part(RequestId id, size_t part);
     void part_done(RequestId id, size_t part, std::span<const uint8_t> answer);
     void finish(RequestId id);
+    // Sends a response naming the map; pass_fd (if not -1) rides along as SCM_RIGHTS.
     void answer(NssConnection& connection, uint16_t status, int32_t family, uint32_t ttl,
-                std::span<const uint8_t> payload);
+                std::span<const uint8_t> payload, int pass_fd = -1);
+    // NSCACHE_NSS_GET_MAP: the map's descriptor and size.
+    void send_map(NssConnection& connection);
 
     class Acceptor;
 

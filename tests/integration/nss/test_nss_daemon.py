@@ -1,9 +1,13 @@
-"""libnss_nscache.so.2 with the real daemon: `nscache serve --nss-socket ... --nss-map ...`
+"""libnss_nscache.so.2 with the real daemon: `nscache serve --nss-socket ...`
 forwarding to the fake upstream (addresses 192.0.2.x, 2001:db8::x), clients in the test
 namespaces with `hosts: files nscache dns`, where glibc's own dns module would reach NSD on
 127.0.0.1:53 (addresses 198.51.100.x, 2001:db8:53::x). An answer's address tells which path
 gave it."""
 
+import fcntl
+import mmap
+import os
+import shutil
 import subprocess
 import threading
 import time
@@ -12,8 +16,9 @@ import dns.rdatatype
 import dns.rrset
 import pytest
 
-from nssclient import (HOST_NOT_FOUND, NO_DATA, NSS_NOTFOUND, NSS_SUCCESS, NSS_UNAVAIL, client, direct,
-                       getent_ahosts, getent_hosts, py_getaddrinfo)
+import nssproto as p
+from nssclient import (HOST_NOT_FOUND, NO_DATA, NSS_NOTFOUND, NSS_SUCCESS, NSS_UNAVAIL, PausedClient, client,
+                       direct, getent_ahosts, getent_hosts, py_getaddrinfo)
 
 
 @pytest.fixture
@@ -194,13 +199,53 @@ def test_negative_answers_come_from_the_map(netns, nss_build, nssd):
 def test_map_hits_need_no_socket(netns, nss_build, nssd):
     r = client(netns, nss_build, "gai", "dual.example.test", "0")
     assert sorted(r.values("addr")) == ["192.0.2.3", "2001:db8::3"]
+    c = PausedClient(netns, nss_build, 20, "dual.example.test", "0")  # has the map now
     away = nssd.socket_path.with_name("moved-away.sock")
     nssd.socket_path.rename(away)
     try:
-        r = client(netns, nss_build, "repeat", 20, "gai", "dual.example.test", "0")
+        r = c.resume()
         assert r.value("ok") == "20" and "2001:db8::3" in r.out, r
     finally:
         away.rename(nssd.socket_path)
+
+
+def test_map_hits_make_no_system_call(netns, nss_build, nssd):
+    """After the first lookup (which asks for the map and the name), the same lookup is a map
+    hit: a hash, a copy and a clock read in the vDSO, nothing the kernel sees."""
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed")
+    r = netns.run(["strace", "-f", "-qq", "-e", "trace=all", "--", str(nss_build.client), "hits",
+                   str(nss_build.module), "200", "dual.example.test."])
+    assert r.returncode == 0 and "ok 200" in r.stdout, r.stdout + r.stderr
+    trace = r.stderr.splitlines()
+    marks = [i for i, l in enumerate(trace) if 'write(1, "--\\n"' in l]
+    assert len(marks) == 2, r.stderr
+    # resolv.conf is looked at once a second at most (search_list.c): allowed between marks
+    between = [l for l in trace[marks[0] + 1:marks[1]] if "resolv.conf" not in l]
+    assert between == [], between
+
+
+def test_map_descriptor_is_sealed(nssd):
+    """What the socket hands every process: readable, but nobody can truncate it (SIGBUS in
+    every reader), grow it, write it or map it writable."""
+    fields, size, fd = p.get_map(nssd.socket_path)
+    assert fd is not None, fields
+    try:
+        assert fields[2] == p.FOUND and size == os.fstat(fd).st_size
+        assert fcntl.fcntl(fd, fcntl.F_GET_SEALS) & p.MAP_SEALS == p.MAP_SEALS
+        for new_size in (0, size // 2, size * 2):
+            with pytest.raises(PermissionError):
+                os.ftruncate(fd, new_size)
+        with pytest.raises(PermissionError):
+            mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        with pytest.raises(PermissionError):
+            os.pwrite(fd, b"x", 0)
+        ro = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
+        magic, version, _, _, live, _, map_id = p.HEADER.unpack(ro[:p.HEADER.size])[:7]
+        assert (magic, version, live, map_id) == (p.MAP_MAGIC, p.VERSION, 1, fields[6])
+        ro.close()
+    finally:
+        os.close(fd)
 
 
 def test_flush_reaches_the_map(netns, nss_build, nssd):

@@ -28,7 +28,6 @@ class ServeProcess:
         config.write_text("# empty: all defaults\n")
         args = [*prefix, nscache, "serve", "--listen", "127.0.0.1:0", "--upstream", upstream.addr,
                 "--control", str(self.workdir / "control.sock"), "--nss-socket", str(self.socket_path),
-                "--nss-map", str(self.workdir / "hosts.map"),
                 "--threads", "1", "--config", str(config)]
         self.lines = []
         self.ready = threading.Event()
