@@ -241,8 +241,8 @@ std::optional<std::string> NssServer::open() {
     if (listen_fd_ < 0) return std::string("cannot create the NSS socket: ") + std::strerror(errno);
     // Every local user resolves names, as through /etc/resolv.conf: the socket is born 0666.
     // The mode comes from the umask, never from chmod() by path, which root would follow
-    // through a symlink planted in a folder another user owns. The daemon is still one thread
-    // here, so the process-wide umask changes nothing else.
+    // through a symlink planted in a folder another user owns. open() runs at startup, before
+    // the daemon starts its threads, so the process-wide umask changes nothing else.
     const mode_t old_mask = umask(0111);
     const bool bound = bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
     const int bind_errno = errno;

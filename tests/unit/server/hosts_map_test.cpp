@@ -78,7 +78,8 @@ TEST(HostsMap, PublishedSlotsAreFoundUntilAFlush) {
 }
 
 // What the socket hands to every process: nobody can shrink it under the readers (SIGBUS),
-// grow it, write it, map it writable or unseal it; only the daemon's first mapping writes.
+// grow it, write it, punch holes in it, map it writable or unseal it; only the daemon's first
+// mapping writes.
 TEST(HostsMap, TheMapIsSealedAgainstEveryoneButItsOwnMapping) {
     HostsMap map;
     ASSERT_FALSE(map.create(64));
@@ -95,6 +96,7 @@ TEST(HostsMap, TheMapIsSealedAgainstEveryoneButItsOwnMapping) {
     EXPECT_EQ(mmap(nullptr, map.size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), MAP_FAILED);
     const uint8_t byte = 1;
     EXPECT_NE(pwrite(fd, &byte, 1, 0), 1);
+    EXPECT_NE(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096), 0);
     EXPECT_NE(fcntl(fd, F_ADD_SEALS, 0), 0);  // F_SEAL_SEAL: the seals stay
     void* ro = mmap(nullptr, map.size(), PROT_READ, MAP_SHARED, fd, 0);
     ASSERT_NE(ro, MAP_FAILED);
