@@ -36,7 +36,7 @@ class NssServer final : public upstream::CompletionSink {
     ~NssServer();
 
     // Binds the socket and creates the map (a sealed memfd handed out over the socket); an
-    // error message on failure.
+    // error message on failure. Call at startup, before any thread runs: it sets the umask.
     std::optional<std::string> open();
     upstream::CompletionQueue& completion_queue() { return queue_; }
     void start();
