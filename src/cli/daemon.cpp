@@ -147,11 +147,10 @@ int run_daemon(const Config& config) {
     std::unique_ptr<WorkerCounters[]> counters(new WorkerCounters[workers + 1]);
     std::unique_ptr<server::NssServer> nss;
     if (config.nss) {
-        nss = std::make_unique<server::NssServer>(
-            shared, counters[workers], workers,
-            server::NssOptions{config.nss_socket, config.nss_map});
+        nss = std::make_unique<server::NssServer>(shared, counters[workers], workers,
+                                                  server::NssOptions{config.nss_socket});
         std::string error;
-        if (!make_parent_folder(config.nss_socket) || !make_parent_folder(config.nss_map)) {
+        if (!make_parent_folder(config.nss_socket)) {
             error = "cannot create the folder of " + config.nss_socket;
         } else if (auto e = nss->open()) {
             error = *e;

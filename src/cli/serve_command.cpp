@@ -92,8 +92,6 @@ int serve_command(const Args& args) {
             config.user = *value;
         } else if (name == "nss-socket") {
             config.nss_socket = *value;
-        } else if (name == "nss-map") {
-            config.nss_map = *value;
         } else {
             return usage_error("unknown flag --" + name);
         }

@@ -43,10 +43,10 @@ struct Config {
     uint32_t max_upstream_queries = 4096;  // in flight per worker; more get SERVFAIL at once
 
     std::string control = "/run/nscache/control.sock";
-    // The NSS module's socket and shared map (nss/protocol.h); nss = false turns both off.
+    // The NSS module's socket (nss/protocol.h), which also hands out the shared map (a memfd,
+    // no path); nss = false turns both off.
     bool nss = true;
     std::string nss_socket = "/run/nscache/nss.sock";
-    std::string nss_map = "/run/nscache/hosts.map";
     std::string control_group;
     std::string metrics_listen;
     std::string user;

@@ -200,7 +200,6 @@ const std::map<std::string, Setter, std::less<>>& setters() {
         {"control-group", string_field(&Config::control_group)},
         {"nss", bool_field(&Config::nss)},
         {"nss-socket", string_field(&Config::nss_socket)},
-        {"nss-map", string_field(&Config::nss_map)},
         {"metrics-listen",
          [](const toml::node& n, Config& c) -> std::optional<std::string> {
              if (auto err = string_of(n, c.metrics_listen)) return err;

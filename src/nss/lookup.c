@@ -31,6 +31,19 @@ static enum nss_outcome outcome_of(struct nss_answer* a, int op, int family) {
     return usable > 0 ? NSS_OUT_FOUND : NSS_OUT_NODATA;
 }
 
+/* Asks the daemon for its map when the process has none it can use (the first miss in a
+ * process, or a daemon restarted since). NSS_ASK_DOWN: no daemon to ask at all. */
+static enum nss_ask_result refresh_map(int64_t deadline_ms) {
+    if (!nss_map_refresh_begin()) return NSS_ASK_OK;
+    int fd;
+    uint64_t size;
+    uint32_t map_id;
+    const enum nss_ask_result r = nss_socket_get_map(deadline_ms, &fd, &size, &map_id);
+    if (r == NSS_ASK_OK) nss_map_adopt(fd, size, map_id);
+    nss_map_refresh_end();
+    return r;
+}
+
 static enum nss_outcome ask(int op, int family, const uint8_t* data, size_t len,
                             int64_t* deadline_ms, struct nss_answer* a) {
     nss_reply_release(&a->reply);
@@ -40,9 +53,19 @@ static enum nss_outcome ask(int op, int family, const uint8_t* data, size_t len,
     if (key_len != 0 && nss_map_lookup(key, key_len, &a->reply)) return outcome_of(a, op, family);
 
     if (*deadline_ms == 0) *deadline_ms = nss_now_ms() + NSS_DAEMON_TIMEOUT_MS;
-    switch (nss_socket_ask(op, family, data, len, *deadline_ms, &a->reply)) {
+    switch (refresh_map(*deadline_ms)) {
+        case NSS_ASK_DOWN:
+            return NSS_OUT_DOWN;
+        default:
+            /* A fresh map may hold the answer: another process asked for it already. */
+            if (key_len != 0 && nss_map_lookup(key, key_len, &a->reply))
+                return outcome_of(a, op, family);
+            break;
+    }
+    uint32_t map_id = 0;
+    switch (nss_socket_ask(op, family, data, len, *deadline_ms, &a->reply, &map_id)) {
         case NSS_ASK_OK:
-            nss_map_check_replaced();
+            nss_map_note_id(map_id);
             return outcome_of(a, op, family);
         case NSS_ASK_DOWN:
             return NSS_OUT_DOWN;

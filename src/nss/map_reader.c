@@ -1,8 +1,10 @@
-/* Reads the shared map: lazy thread-safe open and mmap, header checks, and the seqlocked copy
- * of a slot that never accepts a torn, foreign, stale-generation or expired entry. */
+/* Reads the shared map: adopting the daemon's sealed memfd (seals, size and header checked
+ * before anything is read), and the seqlocked copy of a slot that never accepts a torn,
+ * foreign, stale-generation or expired entry. */
 #include "map_reader.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -25,66 +27,77 @@ struct map_view {
     const uint8_t* base;
     size_t size;
     uint32_t slot_count;
+    uint32_t map_id;
     dev_t dev;
     ino_t ino;
 };
 
-/* The mapping lookups use; published with release, read with acquire. */
+/* The mapping lookups use; published with release, read with acquire. NULL: none usable. */
 static struct map_view* g_view;
-/* Every mapping ever made; entries are written once, under g_open_lock, and never freed. */
+/* Every mapping ever made; entries are written once, under g_views_lock, and never freed. */
 static struct map_view g_views[NSS_MAP_MAX_VIEWS];
 static unsigned g_view_count;
-static int g_open_lock;
-/* No open (or stat) of the map file before this time. */
-static int64_t g_next_open_ms;
-
-static const char* map_path(void) {
-    const char* env = secure_getenv("NSCACHE_NSS_MAP");
-    return env != NULL && env[0] != '\0' ? env : NSCACHE_NSS_MAP;
-}
+static int g_views_lock;
+/* One thread at a time asks the daemon for its map, and not before this time. */
+static int g_refresh_lock;
+static int64_t g_next_refresh_ms;
 
 static const struct nscache_map_header* header_of(const struct map_view* v) {
     return (const struct nscache_map_header*)v->base;
 }
 
 static bool view_live(const struct map_view* v) {
-    const struct nscache_map_header* h = header_of(v);
-    return __atomic_load_n(&h->magic, __ATOMIC_RELAXED) == NSCACHE_MAP_MAGIC &&
-           __atomic_load_n(&h->version, __ATOMIC_RELAXED) == NSCACHE_NSS_VERSION &&
-           __atomic_load_n(&h->live, __ATOMIC_ACQUIRE) == 1u;
+    return __atomic_load_n(&header_of(v)->live, __ATOMIC_ACQUIRE) == 1u;
 }
 
-/* Maps the file at path if it is a well-formed, live map. Called with g_open_lock held. */
-static struct map_view* open_locked(void) {
-    const int fd = open(map_path(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) return NULL;
-    struct stat st;
-    /* A world-writable map could be forged by anyone: never trust it. */
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & S_IWOTH) != 0) {
-        close(fd);
-        return NULL;
+bool nss_map_refresh_begin(void) {
+    const struct map_view* v = __atomic_load_n(&g_view, __ATOMIC_ACQUIRE);
+    if (v != NULL && view_live(v)) return false;
+    const int64_t now = nss_coarse_ms();
+    if (now < __atomic_load_n(&g_next_refresh_ms, __ATOMIC_RELAXED)) return false;
+    if (!owner_lock_try(&g_refresh_lock)) return false; /* another thread is asking */
+    if (now < __atomic_load_n(&g_next_refresh_ms, __ATOMIC_RELAXED)) {
+        owner_lock_release(&g_refresh_lock);
+        return false;
     }
-    struct map_view* cur = __atomic_load_n(&g_view, __ATOMIC_ACQUIRE);
-    if (cur != NULL && cur->dev == st.st_dev && cur->ino == st.st_ino) {
-        close(fd); /* the same file: its header decides */
-        return view_live(cur) ? cur : NULL;
-    }
-    if (g_view_count >= NSS_MAP_MAX_VIEWS || st.st_size < (off_t)SLOTS_OFFSET) {
-        close(fd);
-        return NULL;
-    }
-    const size_t size = (size_t)st.st_size;
-    void* base = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
-    if (base == MAP_FAILED) return NULL;
+    __atomic_store_n(&g_next_refresh_ms, now + NSS_MAP_REFRESH_MS, __ATOMIC_RELAXED);
+    return true;
+}
 
+void nss_map_refresh_end(void) {
+    owner_lock_release(&g_refresh_lock);
+}
+
+void nss_map_note_id(uint32_t map_id) {
+    struct map_view* v = __atomic_load_n(&g_view, __ATOMIC_ACQUIRE);
+    if (v == NULL || map_id == 0 || v->map_id == map_id) return;
+    /* The daemon publishes elsewhere now: stop reading this map. It stays mapped (a lookup
+     * may be copying from it); the next miss asks for the new one. */
+    __atomic_compare_exchange_n(&g_view, &v, NULL, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+/* A map the daemon has sealed: nobody can shrink it (which would raise SIGBUS in every
+ * reader), grow it, write it through a new mapping or write(2), or take the seals off. */
+static bool sealed_as_promised(int fd, uint64_t size, struct stat* st) {
+    const int seals = fcntl(fd, F_GET_SEALS);
+    return fstat(fd, st) == 0 && S_ISREG(st->st_mode) && (uint64_t)st->st_size == size &&
+           size >= SLOTS_OFFSET && size <= NSCACHE_MAP_MAX_BYTES && seals >= 0 &&
+           ((unsigned)seals & NSCACHE_MAP_SEALS) == NSCACHE_MAP_SEALS;
+}
+
+/* Maps fd read-only and checks its header; NULL if it is not a live map named map_id. Called
+ * with g_views_lock held. */
+static struct map_view* map_new_view(int fd, size_t size, uint32_t map_id, const struct stat* st) {
+    if (g_view_count >= NSS_MAP_MAX_VIEWS) return NULL;
+    void* base = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) return NULL;
     const struct nscache_map_header* h = base;
     const uint32_t count = h->slot_count;
     const bool ok = h->magic == NSCACHE_MAP_MAGIC && h->version == NSCACHE_NSS_VERSION &&
                     h->slot_size == NSCACHE_MAP_SLOT_SIZE && count >= 2 &&
                     (count & (count - 1u)) == 0 &&
                     (uint64_t)count * NSCACHE_MAP_SLOT_SIZE <= (uint64_t)size - SLOTS_OFFSET &&
-                    __atomic_load_n(&h->live, __ATOMIC_ACQUIRE) == 1u;
+                    h->map_id == map_id && __atomic_load_n(&h->live, __ATOMIC_ACQUIRE) == 1u;
     if (!ok) {
         munmap(base, size); /* never published: nobody else can be reading it */
         return NULL;
@@ -93,37 +106,30 @@ static struct map_view* open_locked(void) {
     v->base = base;
     v->size = size;
     v->slot_count = count;
-    v->dev = st.st_dev;
-    v->ino = st.st_ino;
-    __atomic_store_n(&g_view, v, __ATOMIC_RELEASE);
+    v->map_id = map_id;
+    v->dev = st->st_dev;
+    v->ino = st->st_ino;
     return v;
 }
 
-/* (Re)opens the map unless that was tried less than NSS_MAP_REOPEN_MS ago or another thread
- * is at it; returns a live view or NULL. */
-static struct map_view* refresh(int64_t now) {
-    if (now < __atomic_load_n(&g_next_open_ms, __ATOMIC_RELAXED)) return NULL;
-    if (!owner_lock_try(&g_open_lock)) return NULL;
-    struct map_view* v = NULL;
-    if (now >= __atomic_load_n(&g_next_open_ms, __ATOMIC_RELAXED)) {
-        __atomic_store_n(&g_next_open_ms, now + NSS_MAP_REOPEN_MS, __ATOMIC_RELAXED);
-        v = open_locked();
-    }
-    owner_lock_release(&g_open_lock);
-    return v;
-}
-
-void nss_map_check_replaced(void) {
-    const int64_t now = nss_coarse_ms();
-    if (now < __atomic_load_n(&g_next_open_ms, __ATOMIC_RELAXED)) return;
-    struct map_view* cur = __atomic_load_n(&g_view, __ATOMIC_ACQUIRE);
+bool nss_map_adopt(int fd, uint64_t size, uint32_t map_id) {
     struct stat st;
-    if (cur != NULL && view_live(cur) &&
-        (stat(map_path(), &st) != 0 || (st.st_dev == cur->dev && st.st_ino == cur->ino))) {
-        __atomic_store_n(&g_next_open_ms, now + NSS_MAP_REOPEN_MS, __ATOMIC_RELAXED);
-        return;
+    if (map_id == 0 || !sealed_as_promised(fd, size, &st)) {
+        close(fd);
+        return false;
     }
-    refresh(now);
+    while (!owner_lock_try(&g_views_lock)) sched_yield();
+    /* The same memfd as a map mapped before (asked again after a miss): no new mapping. */
+    struct map_view* v = NULL;
+    for (unsigned i = 0; i < g_view_count && v == NULL; ++i) {
+        if (g_views[i].dev == st.st_dev && g_views[i].ino == st.st_ino) v = &g_views[i];
+    }
+    if (v == NULL) v = map_new_view(fd, (size_t)size, map_id, &st);
+    close(fd);
+    const bool usable = v != NULL && v->map_id == map_id && view_live(v);
+    if (usable) __atomic_store_n(&g_view, v, __ATOMIC_RELEASE);
+    owner_lock_release(&g_views_lock);
+    return usable;
 }
 
 static inline void cpu_relax(void) {
@@ -196,11 +202,8 @@ static enum slot_result read_slot(const struct map_view* v, uint32_t index, cons
 }
 
 bool nss_map_lookup(const uint8_t* key, size_t key_len, struct nss_reply* reply) {
-    struct map_view* v = __atomic_load_n(&g_view, __ATOMIC_ACQUIRE);
-    if (v == NULL || !view_live(v)) {
-        v = refresh(nss_coarse_ms());
-        if (v == NULL) return false;
-    }
+    const struct map_view* v = __atomic_load_n(&g_view, __ATOMIC_ACQUIRE);
+    if (v == NULL || !view_live(v)) return false;
     const uint32_t generation = __atomic_load_n(&header_of(v)->generation, __ATOMIC_ACQUIRE);
     const uint64_t hash = nscache_map_hash(key, key_len);
     const uint32_t index = nscache_map_slot_index(hash, v->slot_count);

@@ -1,5 +1,7 @@
-/* The reader side of the shared map (NSCACHE_NSS_MAP), mapped read-only once per process.
- * Thread-safe; lookups are lock-free: a hash, a seqlocked slot copy, a clock read. */
+/* The reader side of the shared map: the daemon's sealed memfd, received over the socket,
+ * checked and mapped read-only, once per process and per daemon it sees. Thread-safe;
+ * lookups are lock-free and make no system call: a hash, a seqlocked slot copy, a clock read
+ * through the vDSO. */
 #ifndef NSCACHE_NSS_MAP_READER_H
 #define NSCACHE_NSS_MAP_READER_H
 
@@ -9,9 +11,8 @@
 
 #include "reply.h"
 
-/* A map whose header says it is not live (the daemon stopped), or that cannot be opened, is
- * tried again at most this often. */
-#define NSS_MAP_REOPEN_MS 1000
+/* The daemon is asked for its map at most this often (while there is no live map). */
+#define NSS_MAP_REFRESH_MS 1000
 /* Stable copies tried per slot before a busy slot counts as a miss. */
 #define NSS_MAP_READ_TRIES 8
 /* Mappings a process keeps over its life (one per daemon start it sees): an old mapping is
@@ -25,9 +26,21 @@
  * kept writing while we read. */
 bool nss_map_lookup(const uint8_t* key, size_t key_len, struct nss_reply* reply);
 
-/* Called after the socket answered a miss: if the map file was replaced (the daemon restarted,
- * even after a crash that left the old file marked live) map the new one. Rate-limited to
- * one stat() a second. */
-void nss_map_check_replaced(void);
+/* True when this thread should ask the daemon for its map now: the process holds no live map
+ * (none yet, the daemon stopped, or it answered from another map) and nobody asked within
+ * NSS_MAP_REFRESH_MS. True also takes the refresh lock: call nss_map_refresh_end() after. */
+bool nss_map_refresh_begin(void);
+void nss_map_refresh_end(void);
+
+/* Adopts the map the daemon sent: fd (owned: always closed), the size and map id its
+ * response advertised. It is used only if it is a regular file of exactly that size carrying
+ * every seal of NSCACHE_MAP_SEALS, with a well-formed, live header naming map_id. True if it
+ * is now the map lookups use. */
+bool nss_map_adopt(int fd, uint64_t size, uint32_t map_id);
+
+/* Every socket answer names the map the daemon publishes in: an id other than the held map's
+ * means the daemon was replaced (even after a crash that left the old map marked live), so
+ * the held map is dropped and the next miss asks for the new one. */
+void nss_map_note_id(uint32_t map_id);
 
 #endif

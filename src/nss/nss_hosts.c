@@ -36,6 +36,13 @@ static enum nss_outcome ask_name(const char* name, size_t len, void* ctx) {
     return o;
 }
 
+/* glibc passes errnop == &errno: errno is restored first and *errnop written last, so the
+ * ERANGE that asks glibc for a bigger buffer survives (restoring errno after it erased it). */
+static void finish_errno(int olderr, int err, int* errnop) {
+    errno = olderr;
+    if (err != 0) *errnop = err;
+}
+
 /* Everything but FOUND, as a status with errno and h_errno. */
 static enum nss_status failure(enum nss_outcome o, int saved_errno, int* errnop, int* h_errnop) {
     switch (o) {
@@ -76,19 +83,20 @@ enum nss_status _nss_nscache_gethostbyname4_r(const char* name, struct gaih_addr
                                               char* buffer, size_t buflen, int* errnop,
                                               int* h_errnop, int32_t* ttlp) {
     const int olderr = errno;
+    int err = 0;
     struct name_query q; /* not zeroed: it holds a 1 KiB reply buffer */
     q.family = AF_UNSPEC;
     const enum nss_outcome o = search_name(name, &q);
     enum nss_status status;
     if (o == NSS_OUT_FOUND) {
-        status = nss_fill_addrtuple(&q.answer.payload, q.found_name, pat, buffer, buflen, errnop,
+        status = nss_fill_addrtuple(&q.answer.payload, q.found_name, pat, buffer, buflen, &err,
                                     h_errnop);
         if (status == NSS_STATUS_SUCCESS && ttlp != NULL) *ttlp = (int32_t)q.answer.reply.ttl;
     } else {
-        status = failure(o, errno, errnop, h_errnop);
+        status = failure(o, errno, &err, h_errnop);
     }
     nss_reply_release(&q.answer.reply);
-    errno = olderr;
+    finish_errno(olderr, err, errnop);
     return status;
 }
 
@@ -101,19 +109,20 @@ enum nss_status _nss_nscache_gethostbyname3_r(const char* name, int af, struct h
         return NSS_STATUS_UNAVAIL;
     }
     const int olderr = errno;
+    int err = 0;
     struct name_query q;
     q.family = af;
     const enum nss_outcome o = search_name(name, &q);
     enum nss_status status;
     if (o == NSS_OUT_FOUND) {
         status = nss_fill_hostent(&q.answer.payload, af, q.found_name, NULL, result, buffer, buflen,
-                                  errnop, h_errnop, canonp);
+                                  &err, h_errnop, canonp);
         if (status == NSS_STATUS_SUCCESS && ttlp != NULL) *ttlp = (int32_t)q.answer.reply.ttl;
     } else {
-        status = failure(o, errno, errnop, h_errnop);
+        status = failure(o, errno, &err, h_errnop);
     }
     nss_reply_release(&q.answer.reply);
-    errno = olderr;
+    finish_errno(olderr, err, errnop);
     return status;
 }
 
@@ -154,20 +163,21 @@ enum nss_status _nss_nscache_gethostbyaddr2_r(const void* addr, socklen_t len, i
         return NSS_STATUS_UNAVAIL;
     }
     const int olderr = errno;
+    int err = 0;
     struct nss_answer answer;
     nss_reply_init(&answer.reply);
     int64_t deadline_ms = 0;
     const enum nss_outcome o = nss_lookup_addr(a, size, af, &deadline_ms, &answer);
     enum nss_status status;
     if (o == NSS_OUT_FOUND) {
-        status = nss_fill_hostent(&answer.payload, af, "", a, result, buffer, buflen, errnop,
+        status = nss_fill_hostent(&answer.payload, af, "", a, result, buffer, buflen, &err,
                                   h_errnop, NULL);
         if (status == NSS_STATUS_SUCCESS && ttlp != NULL) *ttlp = (int32_t)answer.reply.ttl;
     } else {
-        status = failure(o, errno, errnop, h_errnop);
+        status = failure(o, errno, &err, h_errnop);
     }
     nss_reply_release(&answer.reply);
-    errno = olderr;
+    finish_errno(olderr, err, errnop);
     return status;
 }
 

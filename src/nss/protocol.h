@@ -2,14 +2,22 @@
  * NSS module compiles against without linking any daemon code.
  *
  * Two ways to get a hosts answer:
- *  1. The shared map (NSCACHE_NSS_MAP): a read-only mmap of recently asked answers. A hit costs
- *     a hash, a copy and a clock read through the vDSO: no system call. Slots are seqlocked, so
- *     a reader never accepts a slot the daemon is writing, and every slot carries its absolute
- *     expiry (CLOCK_MONOTONIC, the same clock in every process), so an expired answer is never
+ *  1. The shared map: a read-only mmap of recently asked answers. A hit costs a hash, a copy
+ *     and a clock read through the vDSO: no system call. Slots are seqlocked, so a reader never
+ *     accepts a slot the daemon is writing, and every slot carries its absolute expiry
+ *     (CLOCK_MONOTONIC, the same clock in every process), so an expired answer is never
  *     returned.
  *  2. The socket (NSCACHE_NSS_SOCKET): a unix stream socket, one request and one response per
  *     connection. The daemon answers from its cache or asks upstream, then publishes the answer
  *     in the map.
+ *
+ * The map has no path. The daemon makes it a sealed memfd and hands the descriptor to each
+ * process that asks (NSCACHE_NSS_GET_MAP, SCM_RIGHTS): nobody can swap the file under the
+ * readers (a FIFO or a device would hang or crash every process that resolves names), and
+ * the seals keep any process but the daemon from writing, shrinking (SIGBUS in every reader)
+ * or growing it. Before trusting anything from the socket, the module checks that the daemon
+ * is root or its own user (SO_PEERCRED); before mapping the descriptor, that it is a regular
+ * file of the advertised size carrying every seal of NSCACHE_MAP_SEALS.
  *
  * Integers are in host byte order (both ends run on the same machine).
  */
@@ -24,8 +32,8 @@ extern "C" {
 #endif
 
 #define NSCACHE_NSS_SOCKET "/run/nscache/nss.sock"
-#define NSCACHE_NSS_MAP "/run/nscache/hosts.map"
-#define NSCACHE_NSS_VERSION 1u
+/* 2: the map travels over the socket; responses carry the map's id. */
+#define NSCACHE_NSS_VERSION 2u
 
 /* ---- Socket messages -------------------------------------------------------------------- */
 
@@ -35,6 +43,10 @@ extern "C" {
 enum nscache_nss_op {
     NSCACHE_NSS_BY_NAME = 1, /* data: the name as text, no trailing dot needed */
     NSCACHE_NSS_BY_ADDR = 2, /* data: 4 (AF_INET) or 16 (AF_INET6) address bytes */
+    /* No data, family AF_UNSPEC. The response (status FOUND, payload: u64 size of the map in
+     * bytes) carries the map's descriptor as SCM_RIGHTS on its first byte; any other status
+     * carries none. */
+    NSCACHE_NSS_GET_MAP = 3,
 };
 
 enum nscache_nss_status {
@@ -65,6 +77,7 @@ struct nscache_nss_response {
     int32_t family;       /* as asked */
     uint32_t ttl;         /* seconds the answer stays valid */
     uint32_t payload_len; /* followed by the payload */
+    uint32_t map_id;      /* the map the daemon publishes in (its header's map_id) */
 };
 
 /* Payload (the same bytes in a response and in a map slot), each field after the previous:
@@ -82,15 +95,23 @@ struct nscache_nss_response {
 #define NSCACHE_MAP_MAGIC 0x4d43534eu /* "NSCM" */
 #define NSCACHE_MAP_SLOT_SIZE 1024u
 #define NSCACHE_MAP_KEY_MAX 260u
+/* The seals (fcntl F_ADD_SEALS) a map must carry before a reader maps it: F_SEAL_SHRINK,
+ * F_SEAL_GROW, F_SEAL_FUTURE_WRITE (the daemon's own writable mapping, made before, keeps
+ * working; no new one can be made, by anyone) and F_SEAL_SEAL. */
+#define NSCACHE_MAP_SEALS (0x0002u | 0x0004u | 0x0010u | 0x0001u)
+/* The largest map a reader accepts. */
+#define NSCACHE_MAP_MAX_BYTES (1ull << 30)
 
 struct nscache_map_header {
     uint32_t magic;
     uint32_t version;
     uint32_t slot_count; /* a power of two */
     uint32_t slot_size;  /* NSCACHE_MAP_SLOT_SIZE */
-    uint32_t live;       /* 1 while the daemon runs; 0 once it has stopped: open the file again */
+    uint32_t live;       /* 1 while the daemon runs; 0 once it has stopped: ask for the map again */
     uint32_t generation; /* bumped by every flush: slots of another generation are invalid */
-    uint64_t reserved[5];
+    uint32_t map_id;     /* random, never 0: which map a socket response speaks of */
+    uint32_t reserved32;
+    uint64_t reserved[4];
 };
 
 struct nscache_map_slot {
@@ -111,12 +132,13 @@ struct nscache_map_slot {
 #define NSCACHE_MAP_SLOTS_OFFSET sizeof(struct nscache_map_header)
 
 /* Rules the writer keeps, which readers rely on:
- *  - a new map is published only by rename() over the path, never by truncating or shrinking
- *    a file that is mapped (readers would fault);
+ *  - the map is sealed (NSCACHE_MAP_SEALS) before its descriptor leaves the daemon, and a
+ *    daemon publishes in one map for its whole life; a restarted daemon makes a new one with
+ *    a new map_id, which every socket response names;
  *  - a slot's seq is odd from before its first data byte changes until after its last;
- *  - on stop, live is set to 0 before the file is removed;
+ *  - on stop, live is set to 0;
  *  - expires_ms is CLOCK_MONOTONIC of the daemon's time namespace: readers in another time
- *    namespace (a container given the file) must not use the map. */
+ *    namespace (a container given the socket) must not use the map. */
 
 /* Keys: one byte op, one byte family (4 = AF_INET, 6 = AF_INET6, 0 = AF_UNSPEC), then the
  * lower-cased name without a trailing dot (by name) or the address bytes (by address). */

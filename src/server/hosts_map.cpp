@@ -1,6 +1,7 @@
 #include "server/hosts_map.h"
 
 #include "common/bytes.h"
+#include "common/random.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -31,43 +32,46 @@ HostsMap::~HostsMap() {
     close();
 }
 
-std::optional<std::string> HostsMap::create(const std::string& path, uint32_t slots) {
-    path_ = path;
-    slot_count_ = slots;
-    size_ = sizeof(nscache_map_header) + size_t{slots} * NSCACHE_MAP_SLOT_SIZE;
-    // Built under a temporary name and renamed, so a reader never maps a half-made file.
-    const std::string tmp = path + ".new";
-    unlink(tmp.c_str());
-    const int fd = open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) return "cannot create " + tmp + ": " + std::strerror(errno);
-    fchmod(fd, 0644);  // world-readable whatever the umask, as nscd's shared database
-    if (ftruncate(fd, static_cast<off_t>(size_)) != 0) {
+std::optional<std::string> HostsMap::create(uint32_t slots) {
+    close();
+    const size_t size = sizeof(nscache_map_header) + size_t{slots} * NSCACHE_MAP_SLOT_SIZE;
+    const int fd = memfd_create("nscache-hosts-map", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) return std::string("cannot create the NSS map: ") + std::strerror(errno);
+    if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
         const std::string error = std::strerror(errno);
         ::close(fd);
-        unlink(tmp.c_str());
-        return "cannot size " + tmp + ": " + error;
+        return "cannot size the NSS map: " + error;
     }
-    base_ = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    ::close(fd);
-    if (base_ == MAP_FAILED) {
-        base_ = nullptr;
-        unlink(tmp.c_str());
-        return "cannot map " + tmp + ": " + std::strerror(errno);
+    // The one writable mapping there will ever be: F_SEAL_FUTURE_WRITE below refuses any
+    // later one (and write(2)) to every process, this one included, but leaves this intact.
+    void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+        const std::string error = std::strerror(errno);
+        ::close(fd);
+        return "cannot map the NSS map: " + error;
     }
-    nscache_map_header* h = header_of(base_);
+    uint32_t id = 0;
+    while (id == 0) id = static_cast<uint32_t>(secure_random_u64());
+    nscache_map_header* h = header_of(base);
     h->magic = NSCACHE_MAP_MAGIC;
     h->version = NSCACHE_NSS_VERSION;
     h->slot_count = slots;
     h->slot_size = NSCACHE_MAP_SLOT_SIZE;
     h->generation = 1;
+    h->map_id = id;
     store_release(h->live, 1);
-    if (rename(tmp.c_str(), path.c_str()) != 0) {
+    if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) !=
+        0) {
         const std::string error = std::strerror(errno);
-        munmap(base_, size_);
-        base_ = nullptr;
-        unlink(tmp.c_str());
-        return "cannot rename " + tmp + " to " + path + ": " + error;
+        munmap(base, size);
+        ::close(fd);
+        return "cannot seal the NSS map: " + error;
     }
+    fd_ = fd;
+    base_ = base;
+    size_ = size;
+    slot_count_ = slots;
+    id_ = id;
     return std::nullopt;
 }
 
@@ -76,12 +80,15 @@ nscache_map_slot* HostsMap::slot(uint32_t index) const {
     return reinterpret_cast<nscache_map_slot*>(bytes + size_t{index} * NSCACHE_MAP_SLOT_SIZE);
 }
 
+uint32_t HostsMap::generation() const {
+    return base_ == nullptr ? 0 : load_acquire(header_of(base_)->generation);
+}
+
 void HostsMap::publish(std::span<const uint8_t> key, uint16_t status, uint32_t ttl,
-                       std::span<const uint8_t> payload, int64_t now_ms) {
+                       std::span<const uint8_t> payload, int64_t now_ms, uint32_t generation) {
     if (base_ == nullptr || ttl == 0 || key.size() + payload.size() > NSCACHE_MAP_SLOT_DATA) return;
     const uint64_t hash = nscache_map_hash(key.data(), key.size());
     const uint32_t first = nscache_map_slot_index(hash, slot_count_);
-    const uint32_t generation = load_acquire(header_of(base_)->generation);
     // The key's own slot if it has one, else the one that expires first.
     nscache_map_slot* a = slot(first);
     nscache_map_slot* b = slot(first ^ 1u);
@@ -123,7 +130,8 @@ void HostsMap::close() {
     store_release(header_of(base_)->live, 0);
     munmap(base_, size_);
     base_ = nullptr;
-    unlink(path_.c_str());
+    ::close(fd_);
+    fd_ = -1;
 }
 
 }  // namespace nscache::server

@@ -1,5 +1,6 @@
 #include "server/nss_server.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -18,7 +19,12 @@ namespace nscache::server {
 namespace {
 
 constexpr size_t kMaxConnections = 4096;
+// One request per connection, plus those of connections that timed out while the resolver
+// still works on them (it answers within its own timeout, well before the connection's).
+constexpr size_t kMaxRequests = 2 * kMaxConnections;
 constexpr uint64_t kConnectionTimeoutMs = 10'000;
+// How long the listener is left alone when no descriptor is free to accept with.
+constexpr uint64_t kListenerPauseMs = 100;
 constexpr int kAfInet = 2;
 constexpr int kAfInet6 = 10;
 constexpr size_t kMaxAnswer = 65535;
@@ -46,8 +52,13 @@ struct SyntheticQuery {
     }
 };
 
-uint64_t connection_id(uint32_t slot, uint32_t generation) {
-    return uint64_t{generation} << 32 | slot;
+// A resolver cookie: the request's id with the part (0 or 1) in the low bit of its slot
+// index. Slot indexes stay below kMaxRequests, far below 2^31.
+uint64_t cookie_of(uint64_t request_id, size_t part) {
+    return (request_id >> 32) << 32 | (request_id & 0xFFFFFFFFu) << 1 | part;
+}
+uint64_t request_of(uint64_t cookie) {
+    return (cookie >> 32) << 32 | (cookie & 0xFFFFFFFFu) >> 1;
 }
 
 }  // namespace
@@ -90,8 +101,11 @@ class NssConnection final : public EventHandler {
         read_in();
     }
 
-    void send(std::vector<uint8_t> bytes) {
+    // Writes `bytes`, then closes. `pass_fd` (if not -1) rides on the first byte as
+    // SCM_RIGHTS; the caller keeps owning it.
+    void send(std::vector<uint8_t> bytes, int pass_fd = -1) {
         out_ = std::move(bytes);
+        pass_fd_ = pass_fd;
         writing_ = true;
         write_out();
     }
@@ -125,10 +139,30 @@ class NssConnection final : public EventHandler {
                            std::span<const uint8_t>(in_.data() + sizeof header, header.data_len));
     }
 
+    ssize_t send_some() {
+        if (pass_fd_ < 0) {
+            return ::send(fd_, out_.data() + offset_, out_.size() - offset_, MSG_NOSIGNAL);
+        }
+        iovec iov{out_.data() + offset_, out_.size() - offset_};
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        cmsghdr* c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        std::memcpy(CMSG_DATA(c), &pass_fd_, sizeof(int));
+        const ssize_t n = sendmsg(fd_, &msg, MSG_NOSIGNAL);
+        if (n > 0) pass_fd_ = -1;  // sent with the first byte
+        return n;
+    }
+
     void write_out() {
         while (offset_ < out_.size()) {
-            const ssize_t n =
-                ::send(fd_, out_.data() + offset_, out_.size() - offset_, MSG_NOSIGNAL);
+            const ssize_t n = send_some();
             if (n < 0 && errno == EINTR) continue;
             if (n < 0 && errno == EAGAIN) {
                 loop_.modify(registration_, EPOLLOUT);
@@ -159,6 +193,7 @@ class NssConnection final : public EventHandler {
     std::vector<uint8_t> in_;
     std::vector<uint8_t> out_;
     size_t offset_ = 0;
+    int pass_fd_ = -1;
     bool writing_ = false;
 };
 
@@ -178,6 +213,8 @@ NssServer::NssServer(ServerShared& shared, WorkerCounters& counters, uint32_t wo
       options_(std::move(options)),
       queue_(loop_),
       resolver_(worker_index, loop_, shared.resolver, *this, counters),
+      connections_(kMaxConnections),
+      requests_(kMaxRequests),
       scratch_(kMaxAnswer) {}
 
 NssServer::~NssServer() {
@@ -188,6 +225,7 @@ NssServer::~NssServer() {
         close(listen_fd_);
         unlink(options_.socket_path.c_str());
     }
+    if (spare_fd_ >= 0) close(spare_fd_);
     map_.close();
 }
 
@@ -200,21 +238,29 @@ std::optional<std::string> NssServer::open() {
     std::memcpy(addr.sun_path, options_.socket_path.c_str(), options_.socket_path.size() + 1);
     unlink(options_.socket_path.c_str());
     listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        listen(listen_fd_, 256) != 0) {
-        return "cannot bind NSS socket " + options_.socket_path + ": " + std::strerror(errno);
+    if (listen_fd_ < 0) return std::string("cannot create the NSS socket: ") + std::strerror(errno);
+    // Every local user resolves names, as through /etc/resolv.conf: the socket is born 0666.
+    // The mode comes from the umask, never from chmod() by path, which root would follow
+    // through a symlink planted in a folder another user owns. open() runs at startup, before
+    // the daemon starts its threads, so the process-wide umask changes nothing else.
+    const mode_t old_mask = umask(0111);
+    const bool bound = bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    const int bind_errno = errno;
+    umask(old_mask);
+    if (!bound || listen(listen_fd_, 256) != 0) {
+        return "cannot bind NSS socket " + options_.socket_path + ": " +
+               std::strerror(bound ? errno : bind_errno);
     }
-    // Every local user resolves names, as through /etc/resolv.conf.
-    chmod(options_.socket_path.c_str(), 0666);
-    if (auto error = map_.create(options_.map_path)) return error;
-    log_info("NSS socket %s, map %s", options_.socket_path.c_str(), options_.map_path.c_str());
+    // Held in reserve for running out of descriptors (accept_connections).
+    spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (auto error = map_.create()) return error;
+    log_info("NSS socket %s", options_.socket_path.c_str());
     return std::nullopt;
 }
 
 void NssServer::start() {
     acceptor_ = std::make_unique<Acceptor>(*this);
-    EventLoop::Registration ignored;
-    loop_.add(listen_fd_, EPOLLIN, acceptor_.get(), ignored);
+    loop_.add(listen_fd_, EPOLLIN, acceptor_.get(), listener_);
     thread_ = std::thread([this] { loop_.run([this] { queue_.drain(*this); }); });
 }
 
@@ -227,39 +273,63 @@ void NssServer::stop() {
 void NssServer::accept_connections() {
     for (int i = 0; i < 64; ++i) {
         const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) return;
-        uint32_t slot;
-        if (!free_connections_.empty()) {
-            slot = free_connections_.back();
-            free_connections_.pop_back();
-        } else if (connections_.size() < kMaxConnections) {
-            slot = static_cast<uint32_t>(connections_.size());
-            connections_.emplace_back();
-            connection_generations_.push_back(0);
-        } else {
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            if (errno == EAGAIN) return;
+            // Out of descriptors (EMFILE, ENFILE) or kernel memory: the connection stays in
+            // the backlog and the listener stays readable, which on a level-triggered loop
+            // would spin this thread at full speed until a descriptor frees up.
+            log_warning_limited("NSS socket: cannot accept a connection: %s", std::strerror(errno));
+            if (!shed_connection()) {
+                pause_listener();
+                return;
+            }
+            continue;
+        }
+        uint64_t id;
+        std::unique_ptr<NssConnection>* slot = connections_.add(id);
+        if (slot == nullptr) {  // kMaxConnections open already
             close(fd);
             continue;
         }
-        auto connection = std::make_unique<NssConnection>(
-            *this, loop_, fd, connection_id(slot, connection_generations_[slot]));
-        if (!connection->start()) {
-            free_connections_.push_back(slot);
-            continue;  // the destructor closes fd
-        }
-        connections_[slot] = std::move(connection);
+        *slot = std::make_unique<NssConnection>(*this, loop_, fd, id);
+        if (!(*slot)->start()) connections_.remove(id);  // the destructor closes fd
     }
 }
 
+bool NssServer::shed_connection() {
+    if (spare_fd_ < 0) return false;
+    // The spare descriptor makes room to accept the waiting client and close it at once: it
+    // sees its connection closed (and tries again, or asks dns) instead of waiting.
+    close(spare_fd_);
+    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) close(fd);
+    spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);  // another thread may win it
+    return fd >= 0 && spare_fd_ >= 0;
+}
+
+void NssServer::pause_listener() {
+    if (listener_paused_) return;
+    listener_paused_ = true;
+    loop_.modify(listener_, 0);
+    loop_.add_timer(loop_.now_ms() + kListenerPauseMs, [this] {
+        listener_paused_ = false;
+        if (spare_fd_ < 0) spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+        loop_.modify(listener_, EPOLLIN);
+    });
+}
+
 void NssServer::release(NssConnection* connection) {
-    const auto slot = static_cast<uint32_t>(connection->id());
-    ++connection_generations_[slot];
-    graveyard_.push_back(std::move(connections_[slot]));
-    free_connections_.push_back(slot);
+    std::unique_ptr<NssConnection>* slot = connections_.find(connection->id());
+    if (slot == nullptr) return;
+    // Destroyed on the loop's next turn: the connection is still running this call.
+    graveyard_.push_back(std::move(*slot));
+    connections_.remove(connection->id());
     if (graveyard_.size() == 1) loop_.add_timer(0, [this] { graveyard_.clear(); });
 }
 
 void NssServer::answer(NssConnection& connection, uint16_t status, int32_t family, uint32_t ttl,
-                       std::span<const uint8_t> payload) {
+                       std::span<const uint8_t> payload, int pass_fd) {
     nscache_nss_response header{};
     header.magic = NSCACHE_NSS_RESPONSE_MAGIC;
     header.version = NSCACHE_NSS_VERSION;
@@ -267,68 +337,83 @@ void NssServer::answer(NssConnection& connection, uint16_t status, int32_t famil
     header.family = family;
     header.ttl = ttl;
     header.payload_len = static_cast<uint32_t>(payload.size());
+    header.map_id = map_.id();
     std::vector<uint8_t> bytes(sizeof header + payload.size());
     std::memcpy(bytes.data(), &header, sizeof header);
     copy_bytes(bytes.data() + sizeof header, payload.data(), payload.size());
-    connection.send(std::move(bytes));
+    connection.send(std::move(bytes), pass_fd);
+}
+
+void NssServer::send_map(NssConnection& connection) {
+    if (map_.fd() < 0) {
+        answer(connection, NSCACHE_NSS_UNAVAIL, 0, 0, {});
+        return;
+    }
+    uint8_t size[8];
+    const uint64_t bytes = map_.size();
+    std::memcpy(size, &bytes, sizeof size);
+    answer(connection, NSCACHE_NSS_FOUND, 0, 0, size, map_.fd());
 }
 
 void NssServer::on_request(NssConnection& connection, const nscache_nss_request& header,
                            std::span<const uint8_t> data) {
-    bump(counters_.nss_requests);
-    uint32_t slot;
-    if (!free_requests_.empty()) {
-        slot = free_requests_.back();
-        free_requests_.pop_back();
-    } else {
-        slot = static_cast<uint32_t>(requests_.size());
-        requests_.emplace_back();
+    // Once per process that resolves names (and per daemon it sees): not a lookup.
+    if (header.op == NSCACHE_NSS_GET_MAP && data.empty()) {
+        send_map(connection);
+        return;
     }
-    Request& r = requests_[slot];
-    r.in_use = true;
-    r.connection_id = connection.id();
-    r.op = header.op;
-    r.family = header.family;
-    r.parts.clear();
+    bump(counters_.nss_requests);
+    RequestId id;
+    Request* r = requests_.add(id);
+    if (r == nullptr) {
+        answer(connection, NSCACHE_NSS_TRYAGAIN, header.family, 0, {});
+        return;
+    }
+    r->connection_id = connection.id();
+    r->op = header.op;
+    r->family = header.family;
 
     bool valid = false;
     if (header.op == NSCACHE_NSS_BY_NAME) {
         std::string text(data.begin(), data.end());
         auto name = dns::name_from_text(text);
         if (name && (header.family == kAfInet || header.family == kAfInet6 || header.family == 0)) {
-            dns::lower_name(name->view(), r.question.name);
-            if (header.family != kAfInet6) r.parts.push_back(Part{dns::rtype::A, false, {}});
-            if (header.family != kAfInet) r.parts.push_back(Part{dns::rtype::AAAA, false, {}});
+            dns::lower_name(name->view(), r->question.name);
+            if (header.family != kAfInet6) r->parts.push_back(Part{dns::rtype::A, false, {}});
+            if (header.family != kAfInet) r->parts.push_back(Part{dns::rtype::AAAA, false, {}});
             valid = true;
         }
     } else if (header.op == NSCACHE_NSS_BY_ADDR &&
                ((header.family == kAfInet && data.size() == 4) ||
                 (header.family == kAfInet6 && data.size() == 16))) {
         const std::vector<uint8_t> reverse = reverse_name(header.family, data.data());
-        std::memcpy(r.question.name.bytes, reverse.data(), reverse.size());
-        r.question.name.length = static_cast<uint8_t>(reverse.size());
-        r.parts.push_back(Part{dns::rtype::PTR, false, {}});
+        std::memcpy(r->question.name.bytes, reverse.data(), reverse.size());
+        r->question.name.length = static_cast<uint8_t>(reverse.size());
+        r->parts.push_back(Part{dns::rtype::PTR, false, {}});
         valid = true;
     }
     if (!valid) {
-        r.in_use = false;
-        free_requests_.push_back(slot);
+        requests_.remove(id);
         answer(connection, NSCACHE_NSS_UNAVAIL, header.family, 0, {});
         return;
     }
-    r.key.resize(NSCACHE_MAP_KEY_MAX);
-    r.key.resize(nscache_map_key(r.key.data(), header.op, header.family, data.data(), data.size()));
-    r.question.qclass = dns::kClassIN;
-    const uint32_t generation = r.generation;
-    for (size_t i = 0; i < r.parts.size(); ++i) {
-        lookup_part(slot, i);
-        // A part answered from the cache may have finished (and freed) the request.
-        if (!requests_[slot].in_use || requests_[slot].generation != generation) return;
+    r->key.resize(NSCACHE_MAP_KEY_MAX);
+    r->key.resize(
+        nscache_map_key(r->key.data(), header.op, header.family, data.data(), data.size()));
+    r->question.qclass = dns::kClassIN;
+    // Read before any cache lookup: a flush from here on must invalidate what this request
+    // publishes, since its answer may be from before the flush.
+    r->map_generation = map_.generation();
+    const size_t parts = r->parts.size();
+    for (size_t i = 0; i < parts; ++i) {
+        lookup_part(id, i);
+        // A part answered from the cache may have finished (and removed) the request.
+        if (requests_.find(id) == nullptr) return;
     }
 }
 
-void NssServer::lookup_part(uint32_t slot, size_t part) {
-    Request& r = requests_[slot];
+void NssServer::lookup_part(RequestId id, size_t part) {
+    Request& r = *requests_.find(id);
     upstream::Question question = r.question;
     question.qtype = r.parts[part].qtype;
     const SyntheticQuery synthetic(question.name.view(), question.qtype);
@@ -337,60 +422,51 @@ void NssServer::lookup_part(uint32_t slot, size_t part) {
     const auto hit =
         shared_.cache.lookup(question.cache_key(), q, loop_.now_ms(), limits, scratch_, false);
     if (hit.freshness == cache::Freshness::Fresh) {
-        part_done(slot, part, std::span<const uint8_t>(scratch_.data(), hit.length));
+        part_done(id, part, std::span<const uint8_t>(scratch_.data(), hit.length));
         return;
     }
-    // The cookie names the request slot, its generation and the part.
-    const uint64_t cookie = uint64_t{r.generation} << 32 | uint64_t{slot} << 1 | part;
-    if (!resolver_.resolve(question, cookie)) part_done(slot, part, {});
+    if (!resolver_.resolve(question, cookie_of(id, part))) part_done(id, part, {});
 }
 
 void NssServer::deliver(uint64_t cookie, const upstream::ResolveOutcome& outcome) {
-    const auto slot = static_cast<uint32_t>((cookie & 0xFFFFFFFFu) >> 1);
+    const RequestId id = request_of(cookie);
     const size_t part = cookie & 1;
-    if (slot >= requests_.size()) return;
-    Request& r = requests_[slot];
-    if (!r.in_use || r.generation != static_cast<uint32_t>(cookie >> 32) ||
-        part >= r.parts.size()) {
-        return;
-    }
+    Request* r = requests_.find(id);
+    if (r == nullptr || part >= r->parts.size()) return;
     size_t length = 0;
     if (outcome.answer) {
-        const SyntheticQuery synthetic(r.question.name.view(), r.parts[part].qtype);
+        const SyntheticQuery synthetic(r->question.name.view(), r->parts[part].qtype);
         bool truncated = false;
         length = cache::render_answer(outcome.answer->view(), synthetic.query(), 0, false,
                                       cache::RenderLimits{kMaxAnswer, 1232}, scratch_, &truncated);
     }
-    part_done(slot, part, std::span<const uint8_t>(scratch_.data(), length));
+    part_done(id, part, std::span<const uint8_t>(scratch_.data(), length));
 }
 
-void NssServer::part_done(uint32_t slot, size_t part, std::span<const uint8_t> answer) {
-    Request& r = requests_[slot];
+void NssServer::part_done(RequestId id, size_t part, std::span<const uint8_t> answer) {
+    Request& r = *requests_.find(id);
     r.parts[part].done = true;
     r.parts[part].result = hosts_result_from_answer(dns::Bytes(answer.data(), answer.size()),
                                                     r.question.name.view(), r.parts[part].qtype);
     for (const Part& p : r.parts) {
         if (!p.done) return;
     }
-    finish(slot);
+    finish(id);
 }
 
-void NssServer::finish(uint32_t slot) {
-    Request& r = requests_[slot];
+void NssServer::finish(RequestId id) {
+    Request& r = *requests_.find(id);
     const HostsResult result = r.parts.size() == 2
                                    ? combine_results(r.parts[0].result, r.parts[1].result)
                                    : r.parts[0].result;
     const std::vector<uint8_t> payload = encode_payload(result);
-    map_.publish(r.key, result.status, result.ttl, payload, static_cast<int64_t>(loop_.now_ms()));
-    const auto connection_slot = static_cast<uint32_t>(r.connection_id);
+    map_.publish(r.key, result.status, result.ttl, payload, static_cast<int64_t>(loop_.now_ms()),
+                 r.map_generation);
     const int32_t family = r.family;
-    const uint64_t connection = r.connection_id;
-    r.in_use = false;
-    ++r.generation;
-    free_requests_.push_back(slot);
-    if (connection_slot < connections_.size() && connections_[connection_slot] &&
-        connections_[connection_slot]->id() == connection) {
-        answer(*connections_[connection_slot], result.status, family, result.ttl, payload);
+    const uint64_t connection_id = r.connection_id;
+    requests_.remove(id);
+    if (std::unique_ptr<NssConnection>* connection = connections_.find(connection_id)) {
+        answer(**connection, result.status, family, result.ttl, payload);
     }
 }
 

@@ -13,6 +13,7 @@
 
 #include "common/counters.h"
 #include "common/event_loop.h"
+#include "common/slot_table.h"
 #include "server/hosts_map.h"
 #include "server/nss_answer.h"
 #include "server/server_shared.h"
@@ -23,7 +24,6 @@ namespace nscache::server {
 
 struct NssOptions {
     std::string socket_path;
-    std::string map_path;
 };
 
 class NssConnection;
@@ -35,7 +35,8 @@ class NssServer final : public upstream::CompletionSink {
               NssOptions options);
     ~NssServer();
 
-    // Binds the socket and creates the map; an error message on failure.
+    // Binds the socket and creates the map (a sealed memfd handed out over the socket); an
+    // error message on failure. Call at startup, before any thread runs: it sets the umask.
     std::optional<std::string> open();
     upstream::CompletionQueue& completion_queue() { return queue_; }
     void start();
@@ -56,6 +57,7 @@ class NssServer final : public upstream::CompletionSink {
         bool done = false;
         HostsResult result;
     };
+    // One question being answered; its SlotTable id (with the part) is the resolver's cookie.
     struct Request {
         uint64_t connection_id = 0;
         uint16_t op = 0;
@@ -63,16 +65,24 @@ class NssServer final : public upstream::CompletionSink {
         std::vector<uint8_t> key;     // map key (nss/protocol.h)
         upstream::Question question;  // the name asked in DNS form (qtype set per part)
         std::vector<Part> parts;      // A, AAAA or PTR
-        uint32_t generation = 0;
-        bool in_use = false;
+        uint32_t map_generation = 0;  // the map's, read before the first cache lookup
     };
+    using RequestId = SlotTable<Request>::Id;
 
     void accept_connections();
-    void lookup_part(uint32_t slot, size_t part);
-    void part_done(uint32_t slot, size_t part, std::span<const uint8_t> answer);
-    void finish(uint32_t slot);
+    // Out of descriptors: accepts the oldest waiting client into the spare descriptor and
+    // closes it; false when there is no spare (then pause_listener()).
+    bool shed_connection();
+    // Stops watching the listening socket for a short while.
+    void pause_listener();
+    void lookup_part(RequestId id, size_t part);
+    void part_done(RequestId id, size_t part, std::span<const uint8_t> answer);
+    void finish(RequestId id);
+    // Sends a response naming the map; pass_fd (if not -1) rides along as SCM_RIGHTS.
     void answer(NssConnection& connection, uint16_t status, int32_t family, uint32_t ttl,
-                std::span<const uint8_t> payload);
+                std::span<const uint8_t> payload, int pass_fd = -1);
+    // NSCACHE_NSS_GET_MAP: the map's descriptor and size.
+    void send_map(NssConnection& connection);
 
     class Acceptor;
 
@@ -84,13 +94,13 @@ class NssServer final : public upstream::CompletionSink {
     upstream::Resolver resolver_;
     HostsMap map_;
     int listen_fd_ = -1;
+    int spare_fd_ = -1;
+    EventLoop::Registration listener_ = EventLoop::kNoRegistration;
+    bool listener_paused_ = false;
     std::unique_ptr<Acceptor> acceptor_;
-    std::vector<std::unique_ptr<NssConnection>> connections_;  // indexed by slot
-    std::vector<uint32_t> connection_generations_;
-    std::vector<uint32_t> free_connections_;
+    SlotTable<std::unique_ptr<NssConnection>> connections_;
     std::vector<std::unique_ptr<NssConnection>> graveyard_;
-    std::vector<Request> requests_;
-    std::vector<uint32_t> free_requests_;
+    SlotTable<Request> requests_;
     std::vector<uint8_t> scratch_;
     std::thread thread_;
 };

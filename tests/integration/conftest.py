@@ -321,10 +321,10 @@ def daemon(nscache, tmp_path):
         for u in upstreams:
             args += ["--upstream", u]
         args += ["--control", str(control)]
-        # Each daemon gets its own NSS socket and map too (the defaults live in /run/nscache,
-        # which concurrent test daemons would take from each other).
+        # Each daemon gets its own NSS socket too (the default lives in /run/nscache, which
+        # concurrent test daemons would take from each other).
         if not any(a.startswith("--nss-") for a in extra_args):
-            args += ["--nss-socket", str(workdir / "nss.sock"), "--nss-map", str(workdir / "hosts.map")]
+            args += ["--nss-socket", str(workdir / "nss.sock")]
         if threads is not None:
             args += ["--threads", str(threads)]
         if config is not None:

@@ -1,7 +1,7 @@
 /* Tests src/nss/map_reader.c against a writer of our own that follows protocol.h's seqlock
  * rules: first the reader's rules one by one (expiry, generation, neighbour slot, live flag,
- * reopening a replaced file, untrusted files), then a hammer: one writer process rewriting
- * colliding slots with self-describing answers while reader threads in this and other
+ * a replaced map, descriptors that are not a sealed map), then a hammer: one writer process
+ * rewriting colliding slots with self-describing answers while reader threads in this and other
  * processes check that every hit is whole, current and unexpired.
  *
  *   nss_map_reader_test DIR [SECONDS] [READER_PROCS] [THREADS]
@@ -50,32 +50,48 @@ static void fail(const char* fmt, ...) {
 struct map_file {
     uint8_t* base;
     size_t size;
+    int fd;
+    uint32_t id;
 };
 
-static struct map_file create_map(const char* path, uint32_t slots, mode_t mode) {
-    char tmp[512];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+/* A map as the daemon makes it: a memfd, mapped read-write, then sealed with `seals`
+ * (NSCACHE_MAP_SEALS, or fewer to test the reader's checks). */
+static struct map_file create_map(uint32_t slots, unsigned seals) {
+    static uint32_t next_id = 0x1000;
     const size_t size = OFFSET + (size_t)slots * NSCACHE_MAP_SLOT_SIZE;
-    const int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0 || ftruncate(fd, (off_t)size) != 0 || fchmod(fd, mode) != 0) {
+    const int fd = memfd_create("test-map", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0 || ftruncate(fd, (off_t)size) != 0) {
         perror("create map");
         exit(2);
     }
     uint8_t* base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
+    if (base == MAP_FAILED) {
+        perror("mmap");
+        exit(2);
+    }
     struct nscache_map_header* h = (struct nscache_map_header*)base;
     h->magic = NSCACHE_MAP_MAGIC;
     h->version = NSCACHE_NSS_VERSION;
     h->slot_count = slots;
     h->slot_size = NSCACHE_MAP_SLOT_SIZE;
     h->generation = 1;
+    h->map_id = ++next_id;
     __atomic_store_n(&h->live, 1u, __ATOMIC_RELEASE);
-    /* Published by rename: readers never see a half-made file, and never one that shrinks. */
-    if (rename(tmp, path) != 0) {
-        perror("rename");
+    if (seals != 0 && fcntl(fd, F_ADD_SEALS, (int)seals) != 0) {
+        perror("seal");
         exit(2);
     }
-    return (struct map_file){base, size};
+    return (struct map_file){base, size, fd, h->map_id};
+}
+
+/* What the module does with the descriptor the socket passed it (a copy: adopt closes it). */
+static bool adopt(const struct map_file* m) {
+    return nss_map_adopt(dup(m->fd), m->size, m->id);
+}
+
+static void drop_map(struct map_file* m) {
+    munmap(m->base, m->size);
+    close(m->fd);
 }
 
 static struct nscache_map_header* header(struct map_file* m) {
@@ -240,16 +256,61 @@ static void sleep_ms(int ms) {
     nanosleep(&ts, NULL);
 }
 
+/* The descriptors the module must refuse, whatever the socket says about them. */
+static void untrusted_maps(const char* dir) {
+    struct nss_reply r;
+    CHECK(!lookup(1, &r), "a lookup without a map must miss");
+    CHECK(nss_map_refresh_begin(), "a process without a map must ask for one");
+    nss_map_refresh_end();
+    CHECK(!nss_map_refresh_begin(), "the daemon is asked at most once a second");
+
+    struct map_file m = create_map(SLOTS, 0);
+    publish(&m, 1, 2, 1, nss_now_ms() + 10000, NSCACHE_NSS_FOUND, 0, 0);
+    CHECK(!adopt(&m), "an unsealed map must not be used (anyone could shrink it: SIGBUS)");
+    CHECK(!lookup(1, &r), "an unsealed map must not be read");
+    drop_map(&m);
+
+    const unsigned all = NSCACHE_MAP_SEALS;
+    const unsigned partial[] = {all & ~(unsigned)F_SEAL_SHRINK, all & ~(unsigned)F_SEAL_GROW,
+                                all & ~(unsigned)F_SEAL_FUTURE_WRITE, all & ~(unsigned)F_SEAL_SEAL};
+    for (size_t i = 0; i < sizeof partial / sizeof partial[0]; ++i) {
+        m = create_map(SLOTS, partial[i]);
+        CHECK(!adopt(&m), "a map missing seal %#x must not be used", all & ~partial[i]);
+        drop_map(&m);
+    }
+
+    m = create_map(SLOTS, all);
+    CHECK(!nss_map_adopt(dup(m.fd), m.size + NSCACHE_MAP_SLOT_SIZE, m.id),
+          "a map of another size than advertised must not be used");
+    CHECK(!nss_map_adopt(dup(m.fd), m.size, m.id + 1), "a map with another id must not be used");
+    CHECK(!nss_map_adopt(dup(m.fd), m.size, 0), "map id 0 is never valid");
+    __atomic_store_n(&header(&m)->live, 0u, __ATOMIC_RELEASE);
+    CHECK(!adopt(&m), "a map that is not live must not be used");
+    drop_map(&m);
+
+    /* A file on disk: no seals to be had. A FIFO: not a regular file, and never opened. */
+    char path[512];
+    snprintf(path, sizeof path, "%s/plain.map", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    const size_t size = OFFSET + (size_t)SLOTS * NSCACHE_MAP_SLOT_SIZE;
+    CHECK(fd >= 0 && ftruncate(fd, (off_t)size) == 0, "cannot make %s", path);
+    CHECK(!nss_map_adopt(fd, size, 1), "a plain file must not be used as the map");
+    snprintf(path, sizeof path, "%s/fifo.map", dir);
+    unlink(path);
+    CHECK(mkfifo(path, 0600) == 0, "mkfifo");
+    fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    CHECK(fd >= 0 && !nss_map_adopt(fd, size, 1), "a FIFO must not be used as the map");
+    unlink(path);
+}
+
 /* The reader's rules, one at a time. */
 static void functional(const char* dir) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/hosts.map", dir);
-    setenv("NSCACHE_NSS_MAP", path, 1);
     struct nss_reply r;
+    untrusted_maps(dir);
 
-    CHECK(!lookup(1, &r), "a lookup without a map file must miss");
-    struct map_file m = create_map(path, SLOTS, 0644);
-    sleep_ms(1100); /* the reader looks for a missing file at most once a second */
+    struct map_file m = create_map(SLOTS, NSCACHE_MAP_SEALS);
+    CHECK(adopt(&m), "a sealed, live map of the advertised size must be used");
+    CHECK(!nss_map_refresh_begin(), "a process with a live map must not ask for another");
     const int64_t now = nss_now_ms();
 
     CHECK(!lookup(1, &r), "an empty map must miss");
@@ -311,46 +372,47 @@ static void functional(const char* dir) {
         __atomic_store_n(seq, s, __ATOMIC_RELEASE);
     }
 
-    /* The daemon stops: live = 0, every lookup misses. */
+    /* The daemon stops: live = 0, every lookup misses, and the process asks again (once the
+     * second since it last asked has passed). */
     __atomic_store_n(&header(&m)->live, 0u, __ATOMIC_RELEASE);
     CHECK(!lookup(4, &r), "a map that is not live must miss");
-
-    /* The daemon starts again with a new file: found again within about a second. */
-    struct map_file m2 = create_map(path, SLOTS * 2, 0644);
-    publish(&m2, 4, 10, 1, nss_now_ms() + 10000, NSCACHE_NSS_FOUND, 0, 0);
-    bool seen = false;
-    for (int i = 0; i < 30 && !seen; ++i) {
-        seen = lookup(4, &r);
-        if (!seen) sleep_ms(100);
-    }
-    CHECK(seen, "the replaced map must be read within 3 s");
-    if (seen) CHECK(verify(&r, 4, 1, "reopen") == 10, "the answer must come from the new file");
-
-    /* A crash leaves the old file marked live; the reader finds the new file after a miss. */
-    struct map_file m3 = create_map(path, SLOTS, 0644);
-    publish(&m3, 6, 12, 1, nss_now_ms() + 10000, NSCACHE_NSS_FOUND, 0, 0);
-    seen = false;
-    for (int i = 0; i < 30 && !seen; ++i) {
-        seen = lookup(6, &r);
-        if (!seen) {
-            nss_map_check_replaced(); /* what the module does after each socket answer */
-            sleep_ms(100);
-        }
-    }
-    CHECK(seen, "a map replaced under a live one must be found via nss_map_check_replaced");
-
-    /* A world-writable map is never trusted. */
-    __atomic_store_n(&header(&m3)->live, 0u, __ATOMIC_RELEASE);
-    struct map_file m4 = create_map(path, SLOTS, 0666);
-    publish(&m4, 7, 2, 1, nss_now_ms() + 10000, NSCACHE_NSS_FOUND, 0, 0);
     sleep_ms(1100);
-    CHECK(!lookup(7, &r), "a world-writable map must not be used");
-    __atomic_store_n(&header(&m4)->live, 0u, __ATOMIC_RELEASE);
+    CHECK(nss_map_refresh_begin(), "a process whose map stopped must ask for the new one");
+    nss_map_refresh_end();
 
-    munmap(m.base, m.size);
-    munmap(m2.base, m2.size);
-    munmap(m3.base, m3.size);
-    munmap(m4.base, m4.size);
+    /* The daemon starts again with a new map. */
+    struct map_file m2 = create_map(SLOTS * 2, NSCACHE_MAP_SEALS);
+    publish(&m2, 4, 10, 1, nss_now_ms() + 10000, NSCACHE_NSS_FOUND, 0, 0);
+    CHECK(adopt(&m2), "the new daemon's map must be used");
+    CHECK(lookup(4, &r) && verify(&r, 4, 1, "restart") == 10,
+          "the answer must come from the new map");
+
+    /* A crash leaves the old map marked live; the socket's answers name the new map. */
+    struct map_file m3 = create_map(SLOTS, NSCACHE_MAP_SEALS);
+    publish(&m3, 6, 12, 1, nss_now_ms() + 10000, NSCACHE_NSS_FOUND, 0, 0);
+    nss_map_note_id(m2.id);
+    CHECK(lookup(4, &r), "an answer naming the held map keeps it");
+    nss_map_note_id(m3.id);
+    CHECK(!lookup(4, &r), "a map the daemon no longer publishes in must not be read");
+    CHECK(adopt(&m3) && lookup(6, &r), "the map the answers name must be used");
+    CHECK(adopt(&m3) && lookup(6, &r), "the same map handed over again must stay in use");
+
+    /* At most NSS_MAP_MAX_VIEWS mappings over the life of a process: 3 so far. */
+    struct map_file more[NSS_MAP_MAX_VIEWS];
+    for (int i = 0; i < NSS_MAP_MAX_VIEWS - 3; ++i) {
+        more[i] = create_map(2, NSCACHE_MAP_SEALS);
+        CHECK(adopt(&more[i]), "map %d of %d must be used", i + 4, NSS_MAP_MAX_VIEWS);
+    }
+    struct map_file extra = create_map(2, NSCACHE_MAP_SEALS);
+    CHECK(!adopt(&extra), "past NSS_MAP_MAX_VIEWS maps the process must stop mapping more");
+    for (int i = 0; i < NSS_MAP_MAX_VIEWS - 3; ++i)
+        __atomic_store_n(&header(&more[i])->live, 0u, __ATOMIC_RELEASE);
+
+    drop_map(&m);
+    drop_map(&m2);
+    drop_map(&m3);
+    drop_map(&extra);
+    for (int i = 0; i < NSS_MAP_MAX_VIEWS - 3; ++i) drop_map(&more[i]);
 }
 
 /* ---- the hammer ---------------------------------------------------------------------- */
@@ -413,12 +475,13 @@ static int reader_process(int threads, int seconds, struct reader_stats* total) 
     return failures;
 }
 
-static void hammer(const char* dir, int seconds, int procs, int threads) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/hammer.map", dir);
-    setenv("NSCACHE_NSS_MAP", path, 1);
-    g_hammer = create_map(path, SLOTS, 0644);
-    sleep_ms(1100); /* past the reopen interval left by the functional part */
+/* Runs in a fresh process (the functional part used up this one's mappings). */
+static void hammer(int seconds, int procs, int threads) {
+    g_hammer = create_map(SLOTS, NSCACHE_MAP_SEALS);
+    if (!adopt(&g_hammer)) {
+        fail("the hammer's map was refused");
+        return;
+    }
 
     const pid_t writer = fork();
     if (writer == 0) {
@@ -452,7 +515,7 @@ static void hammer(const char* dir, int seconds, int procs, int threads) {
         CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "reader process %d failed",
               (int)kids[k]);
     }
-    munmap(g_hammer.base, g_hammer.size);
+    drop_map(&g_hammer);
 }
 
 int main(int argc, char** argv) {
@@ -465,9 +528,16 @@ int main(int argc, char** argv) {
     const int procs = argc > 3 ? atoi(argv[3]) : 2;
     const int threads = argc > 4 ? atoi(argv[4]) : 2;
     alarm((unsigned)(seconds + 60)); /* a hang is a failure, never a stuck CI */
-    functional(argv[1]);
-    printf("functional checks: %d failures\n", failures);
-    hammer(argv[1], seconds, procs, threads);
+    const pid_t checks = fork();
+    if (checks == 0) {
+        functional(argv[1]);
+        printf("functional checks: %d failures\n", failures);
+        _exit(failures == 0 ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(checks, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the functional checks failed");
+    hammer(seconds, procs, threads);
     printf("%s\n", failures == 0 ? "PASS" : "FAIL");
     return failures == 0 ? 0 : 1;
 }

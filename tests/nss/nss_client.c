@@ -9,8 +9,14 @@
  *   nss_client byaddr ADDR               gethostbyaddr_r
  *   nss_client direct MODULE FN NAME [AF] [BUFLEN]
  *        calls _nss_nscache_FN (gethostbyname4_r, gethostbyname3_r, gethostbyaddr2_r) from
- *        MODULE and prints "status S errno E herrno H" and, on success, the answer.
+ *        MODULE with errnop == &errno (as glibc does) and prints "status S errno E herrno H"
+ *        and, on success, the answer.
+ *   nss_client hits MODULE N NAME        _nss_nscache_gethostbyname4_r from MODULE once, then
+ *                                        N times between two write(2)s of "--" (so a trace
+ *                                        shows what the N calls cost); prints "ok K" (found)
  *   nss_client repeat N gai NAME 4|6|0   N lookups; prints "ok K" (same answer every time)
+ *   nss_client pause N gai NAME 4|6|0    one lookup, prints "ready", waits for a line on stdin,
+ *                                        then as repeat (the test changes things meanwhile)
  */
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -21,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 static int family_of(const char* s) {
     return strcmp(s, "4") == 0 ? AF_INET : strcmp(s, "6") == 0 ? AF_INET6 : AF_UNSPEC;
@@ -129,12 +136,15 @@ static int run_direct(const char* module, const char* fn, const char* arg, int a
         return 5;
     }
     char* buf = malloc(buflen + 1);
+    /* errnop is &errno, as glibc passes it: the module must leave its answer there. */
     int err = 0, herr = 0;
     int32_t ttl = -1;
     enum nss_status st;
+    errno = 0;
     if (strcmp(fn, "gethostbyname4_r") == 0) {
         struct gaih_addrtuple* pat = NULL;
-        st = ((nss_gethostbyname4_r*)f)(arg, &pat, buf, buflen, &err, &herr, &ttl);
+        st = ((nss_gethostbyname4_r*)f)(arg, &pat, buf, buflen, &errno, &herr, &ttl);
+        err = errno;
         printf("status %d errno %d herrno %d\n", st, st == NSS_STATUS_SUCCESS ? 0 : err, herr);
         if (st == NSS_STATUS_SUCCESS) {
             printf("ttl %d\n", ttl);
@@ -146,7 +156,8 @@ static int run_direct(const char* module, const char* fn, const char* arg, int a
     } else if (strcmp(fn, "gethostbyname3_r") == 0) {
         struct hostent h;
         char* canon = NULL;
-        st = ((nss_gethostbyname3_r*)f)(arg, af, &h, buf, buflen, &err, &herr, &ttl, &canon);
+        st = ((nss_gethostbyname3_r*)f)(arg, af, &h, buf, buflen, &errno, &herr, &ttl, &canon);
+        err = errno;
         printf("status %d errno %d herrno %d\n", st, st == NSS_STATUS_SUCCESS ? 0 : err, herr);
         if (st == NSS_STATUS_SUCCESS) {
             printf("ttl %d\ncanon %s\n", ttl, canon);
@@ -158,7 +169,8 @@ static int run_direct(const char* module, const char* fn, const char* arg, int a
         if (len == 16 && inet_pton(AF_INET6, arg, a) != 1) return 4;
         struct hostent h;
         st = ((nss_gethostbyaddr2_r*)f)(a, len, len == 4 ? AF_INET : AF_INET6, &h, buf, buflen,
-                                        &err, &herr, &ttl);
+                                        &errno, &herr, &ttl);
+        err = errno;
         printf("status %d errno %d herrno %d\n", st, st == NSS_STATUS_SUCCESS ? 0 : err, herr);
         if (st == NSS_STATUS_SUCCESS) {
             printf("ttl %d\n", ttl);
@@ -167,6 +179,29 @@ static int run_direct(const char* module, const char* fn, const char* arg, int a
     }
     free(buf);
     return 0;
+}
+
+static int run_hits(const char* module, long n, const char* name) {
+    void* lib = dlopen(module, RTLD_NOW | RTLD_LOCAL);
+    nss_gethostbyname4_r* f =
+        lib == NULL ? NULL : (nss_gethostbyname4_r*)dlsym(lib, "_nss_nscache_gethostbyname4_r");
+    if (f == NULL) {
+        printf("dlopen %s\n", dlerror());
+        return 5;
+    }
+    static char buf[4096];
+    long found = 0;
+    for (long i = 0; i <= n; ++i) {
+        if (i == 1 && write(1, "--\n", 3) != 3) return 6;
+        struct gaih_addrtuple* pat = NULL;
+        int herr = 0;
+        int32_t ttl = 0;
+        if (f(name, &pat, buf, sizeof buf, &errno, &herr, &ttl) == NSS_STATUS_SUCCESS && i > 0)
+            ++found;
+    }
+    if (write(1, "--\n", 3) != 3) return 6;
+    printf("ok %ld\n", found);
+    return found == n ? 0 : 2;
 }
 
 int main(int argc, char** argv) {
@@ -189,18 +224,27 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (argc >= 3 && strcmp(argv[1], "byaddr") == 0) return run_byaddr(argv[2]);
+    if (argc >= 5 && strcmp(argv[1], "hits") == 0)
+        return run_hits(argv[2], strtol(argv[3], NULL, 10), argv[4]);
     if (argc >= 5 && strcmp(argv[1], "direct") == 0) {
         const int af = argc >= 6 ? family_of(argv[5]) : AF_INET;
         const size_t buflen = argc >= 7 ? strtoul(argv[6], NULL, 10) : 4096;
         return run_direct(argv[2], argv[3], argv[4], af, buflen);
     }
-    if (argc >= 6 && strcmp(argv[1], "repeat") == 0 && strcmp(argv[3], "gai") == 0) {
+    if (argc >= 6 && (strcmp(argv[1], "repeat") == 0 || strcmp(argv[1], "pause") == 0) &&
+        strcmp(argv[3], "gai") == 0) {
         const long n = strtol(argv[2], NULL, 10);
         char first[4096] = "", cur[4096];
         long same = 0;
+        if (strcmp(argv[1], "pause") == 0) {
+            run_gai(argv[4], family_of(argv[5]), 1, first, sizeof first);
+            printf("ready\n");
+            char line[64];
+            if (fgets(line, sizeof line, stdin) == NULL) return 2;
+        }
         for (long i = 0; i < n; ++i) {
             run_gai(argv[4], family_of(argv[5]), 1, cur, sizeof cur);
-            if (i == 0) strcpy(first, cur);
+            if (i == 0 && first[0] == '\0') strcpy(first, cur);
             same += strcmp(first, cur) == 0;
         }
         printf("ok %ld\n%s", same, first);

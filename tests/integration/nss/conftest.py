@@ -8,11 +8,11 @@
 - `dns_nsd` (session): NSD on 127.0.0.1:53 inside `netns`, what glibc's `dns` module asks.
   Its addresses differ from the daemon's upstream (198.51.100.0/24 and 2001:db8:53::/48), so
   every answer tells which path produced it.
-- `fake_nss`: a fake daemon (nssfake.py) on a private socket and map; clients in `netns` use
-  it through NSCACHE_NSS_SOCKET / NSCACHE_NSS_MAP.
+- `fake_nss`: a fake daemon (nssfake.py) on a private socket (which hands out its map);
+  clients in `netns` use it through NSCACHE_NSS_SOCKET.
 - `nss_daemon`: the real `nscache serve` (parent conftest's `daemon` factory) with
-  --nss-socket and --nss-map in tmp_path, forwarding to the parent's `fake_upstream` loaded
-  with UPSTREAM_RECORDS; skips if this nscache has no --nss-socket.
+  --nss-socket in tmp_path, forwarding to the parent's `fake_upstream` loaded with
+  UPSTREAM_RECORDS; skips if this nscache has no --nss-socket.
 """
 
 import os
@@ -46,6 +46,9 @@ nx-upstream IN A 198.51.100.99
 change IN A 198.51.100.7
 """
 
+# More addresses than getaddrinfo's first buffer holds (glibc asks again with a bigger one).
+MANY_ADDRESSES = [f"192.0.2.{100 + i}" for i in range(40)]
+
 # What the daemon's upstream (the parent conftest's fake upstream) serves.
 UPSTREAM_RECORDS = [
     ("www.example.test.", "A", 300, ["192.0.2.1"]),
@@ -56,6 +59,7 @@ UPSTREAM_RECORDS = [
     ("alias2.example.test.", "CNAME", 300, ["alias.example.test."]),
     ("multi.example.test.", "A", 300, ["192.0.2.11", "192.0.2.12", "192.0.2.13"]),
     ("host.sub.example.test.", "A", 300, ["192.0.2.21"]),
+    ("many.example.test.", "A", 300, MANY_ADDRESSES),
     ("1.2.0.192.in-addr.arpa.", "PTR", 300, ["www.example.test."]),
     ("3.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa.", "PTR", 300,
      ["dual.example.test."]),
@@ -113,7 +117,7 @@ def dns_nsd(netns, tmp_path_factory):
 def fake_nss(netns, tmp_path):
     fake = FakeNssDaemon(tmp_path)
     saved = dict(netns.env)
-    netns.env.update(NSCACHE_NSS_SOCKET=fake.sock_path, NSCACHE_NSS_MAP=fake.map_path)
+    netns.env.update(NSCACHE_NSS_SOCKET=fake.sock_path)
     try:
         yield fake
     finally:
@@ -128,9 +132,9 @@ def nscache_has_nss(binary):
 
 
 class NssDaemon:
-    def __init__(self, daemon, upstream, socket_path, map_path):
+    def __init__(self, daemon, upstream, socket_path):
         self.daemon, self.upstream = daemon, upstream
-        self.socket_path, self.map_path = socket_path, map_path
+        self.socket_path = socket_path
 
     def stats(self):
         return self.daemon.stats()
@@ -151,13 +155,11 @@ def nss_daemon(nscache, daemon, fake_upstream, netns, tmp_path):
         started.append(True)
         n = len(started)
         sock = tmp_path / f"nss{n}.sock"
-        mapf = tmp_path / f"hosts{n}.map"
         if same_paths_as is not None:  # a restart: the module must find the new map
-            sock, mapf = same_paths_as.socket_path, same_paths_as.map_path
-        d = daemon([fake_upstream.addr], threads=threads,
-                   extra_args=["--nss-socket", str(sock), "--nss-map", str(mapf), *extra_args])
-        netns.env.update(NSCACHE_NSS_SOCKET=str(sock), NSCACHE_NSS_MAP=str(mapf))
-        return NssDaemon(d, fake_upstream, sock, mapf)
+            sock = same_paths_as.socket_path
+        d = daemon([fake_upstream.addr], threads=threads, extra_args=["--nss-socket", str(sock), *extra_args])
+        netns.env.update(NSCACHE_NSS_SOCKET=str(sock))
+        return NssDaemon(d, fake_upstream, sock)
 
     try:
         yield start

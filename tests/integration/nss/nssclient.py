@@ -3,11 +3,13 @@
 
 import errno
 import json
+import subprocess
+import types
 
 # enum nss_status and h_errno values (nss.h, netdb.h).
 NSS_TRYAGAIN, NSS_UNAVAIL, NSS_NOTFOUND, NSS_SUCCESS = -2, -1, 0, 1
 HOST_NOT_FOUND, TRY_AGAIN, NO_RECOVERY, NO_DATA, NETDB_INTERNAL = 1, 2, 3, 4, -1
-ERANGE, EAGAIN, ENOENT, ECONNREFUSED = errno.ERANGE, errno.EAGAIN, errno.ENOENT, errno.ECONNREFUSED
+ERANGE, EAGAIN, ENOENT, ECONNREFUSED, EACCES = errno.ERANGE, errno.EAGAIN, errno.ENOENT, errno.ECONNREFUSED, errno.EACCES
 
 
 class Result:
@@ -57,9 +59,13 @@ def client(ns, build, *args, nsswitch=None, env=None, timeout=30):
                          timeout=timeout))
 
 
-def direct(ns, build, fn, arg, family="4", buflen=4096, env=None, timeout=30):
-    """Calls _nss_nscache_<fn> from the module itself; status/errno/herrno as ints."""
-    r = client(ns, build, "direct", build.module, fn, arg, family, buflen, env=env, timeout=timeout)
+def direct(ns, build, fn, arg, family="4", buflen=4096, env=None, timeout=30, user=None):
+    """Calls _nss_nscache_<fn> from the module itself; status/errno/herrno as ints. `user`: a
+    uid to run as (setpriv) instead of root."""
+    args = [str(build.client), "direct", str(build.module), fn, arg, family, str(buflen)]
+    if user is not None:
+        args = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *args]
+    r = Result(ns.run(args, env=env, timeout=timeout))
     head = r.lines[0].split() if r.lines else []
     assert len(head) == 6 and head[0] == "status", f"unexpected client output: {r}"
     r.status, r.errno, r.herrno = int(head[1]), int(head[3]), int(head[5])
@@ -76,3 +82,19 @@ def py_getaddrinfo(ns, name, family=0, nsswitch=None):
     r = ns.run(["/usr/bin/python3", "-c", code], nsswitch=nsswitch)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
+
+
+class PausedClient:
+    """`nss_client pause N gai NAME FAM`: one lookup now (which gets the process its map), N
+    more after resume(); meanwhile the test may take the daemon's socket away."""
+
+    def __init__(self, ns, build, n, name, family):
+        self.proc = ns.popen([str(build.client), "pause", str(n), "gai", name, family], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline().strip()
+        assert line == "ready", f"nss_client pause: {line!r}"
+
+    def resume(self, timeout=30):
+        out, err = self.proc.communicate("go\n", timeout=timeout)
+        return Result(types.SimpleNamespace(returncode=self.proc.returncode, stdout=out, stderr=err))
+

@@ -1,9 +1,16 @@
 """A fake nscache daemon for the NSS module's tests: serves NSCACHE_NSS_SOCKET from a table of
-answers, records every request, and (if `publish`) writes each answer into its map like the
-daemon does. Lets the module be tested exactly, without depending on the daemon's logic."""
+answers, records every request, hands out its map (a sealed memfd) on GET_MAP, and (if
+`publish`) writes each answer into the map like the daemon does. Lets the module be tested
+exactly, without depending on the daemon's logic.
 
+Run as a script (`python3 nssfake.py DIR`) it serves DIR/fake-nss.sock with one name,
+www.example.test -> 192.0.2.66, and prints "ready" and then one line per request: a fake
+daemon for tests that need it to run as another user."""
+
+import os
 import socket
 import struct
+import sys
 import threading
 
 import nssproto as p
@@ -19,13 +26,14 @@ class Answer:
 class FakeNssDaemon:
     def __init__(self, workdir, slot_count=64, publish=True):
         self.sock_path = str(workdir / "fake-nss.sock")
-        self.map_path = str(workdir / "fake-hosts.map")
         self.answers = {}  # (op, family, key data) -> Answer
-        self.requests = []  # (op, family, data bytes)
+        self.requests = []  # (op, family, data bytes), lookups only
+        self.map_requests = 0  # GET_MAP requests
         self.publish = publish
         self.hang = False  # accept, read, never answer
+        self.on_request = None  # called with (op, family, data) for every request
         self.lock = threading.Lock()
-        self.map = p.MapWriter(self.map_path, slot_count)
+        self.map = p.MapWriter(slot_count)
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(self.sock_path)
         self.listener.listen(64)
@@ -90,6 +98,14 @@ class FakeNssDaemon:
             conn.settimeout(5)
             magic, version, op, family, dlen = p.REQUEST.unpack(self._recv(conn, p.REQUEST.size))
             data = self._recv(conn, dlen) if dlen else b""
+            if self.on_request is not None:
+                self.on_request(op, family, data)
+            if op == p.GET_MAP and magic == p.REQUEST_MAGIC and version == p.VERSION:
+                with self.lock:
+                    self.map_requests += 1
+                head = p.RESPONSE.pack(p.RESPONSE_MAGIC, p.VERSION, p.FOUND, family, 0, 8, self.map.map_id)
+                socket.send_fds(conn, [head + struct.pack("=Q", self.map.size)], [self.map.fd])
+                return
             with self.lock:
                 self.requests.append((op, family, data))
                 hang = self.hang
@@ -107,7 +123,7 @@ class FakeNssDaemon:
                     len(ans.payload) + len(data) + 2 <= p.SLOT_DATA:
                 self.map.put(op, family, data, ans.status, ans.payload, ttl_s=ans.ttl)
             conn.sendall(p.RESPONSE.pack(p.RESPONSE_MAGIC, p.VERSION, ans.status, family, ans.ttl,
-                                         len(ans.payload)) + ans.payload)
+                                         len(ans.payload), self.map.map_id) + ans.payload)
         except (OSError, ConnectionError, struct.error):
             pass
         finally:
@@ -119,3 +135,17 @@ class FakeNssDaemon:
         self._thread.join(timeout=3)
         self.listener.close()
         self.map.close()
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    fake = FakeNssDaemon(Path(sys.argv[1]))
+    fake.host("www.example.test", v4=["192.0.2.66"])
+    fake.on_request = lambda op, family, data: print("request", op, family, data.decode(errors="replace"),
+                                                     flush=True)
+    print("ready", flush=True)
+    try:
+        sys.stdin.read()  # until the test closes our stdin
+    finally:
+        fake.stop()

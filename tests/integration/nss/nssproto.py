@@ -1,8 +1,10 @@
 """nss/protocol.h in Python, for the tests: socket messages, payload encoding, map keys and
-hash, and a map writer that follows the seqlock rules (odd while writing, even when done).
+hash, a map writer that follows the daemon's rules (a sealed memfd; seqlocked slots: odd
+while writing, even when done), and a client that asks a daemon for its map.
 
 Integers are host order (little-endian on the machines we test on)."""
 
+import fcntl
 import ipaddress
 import mmap
 import os
@@ -10,7 +12,7 @@ import socket
 import struct
 import time
 
-VERSION = 1
+VERSION = 2
 REQUEST_MAGIC = 0x5143534E
 RESPONSE_MAGIC = 0x5243534E
 MAP_MAGIC = 0x4D43534E
@@ -19,17 +21,20 @@ KEY_MAX = 260
 MAX_DATA = 1024
 MAX_PAYLOAD = 16384
 
-BY_NAME, BY_ADDR = 1, 2
+BY_NAME, BY_ADDR, GET_MAP = 1, 2, 3
 FOUND, NOTFOUND, NODATA, TRYAGAIN, UNAVAIL = 0, 1, 2, 3, 4
 
 REQUEST = struct.Struct("=IHHiI")            # magic, version, op, family, data_len
-RESPONSE = struct.Struct("=IHHiII")          # magic, version, status, family, ttl, payload_len
-HEADER = struct.Struct("=IIIIII5Q")          # magic, version, slot_count, slot_size, live, generation
+RESPONSE = struct.Struct("=IHHiIII")         # magic, version, status, family, ttl, payload_len, map_id
+HEADER = struct.Struct("=IIIIIIII4Q")        # magic, version, slot_count, slot_size, live, generation, map_id
 SLOT = struct.Struct("=IIQqHHIII")           # seq, generation, key_hash, expires_ms, key_len, status, ttl, payload_len, reserved
-assert REQUEST.size == 16 and RESPONSE.size == 20 and HEADER.size == 64 and SLOT.size == 40
+assert REQUEST.size == 16 and RESPONSE.size == 24 and HEADER.size == 64 and SLOT.size == 40
 SLOT_DATA = SLOT_SIZE - SLOT.size
 
 AF_INET, AF_INET6, AF_UNSPEC = socket.AF_INET, socket.AF_INET6, socket.AF_UNSPEC
+
+F_SEAL_SEAL, F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_FUTURE_WRITE = 0x1, 0x2, 0x4, 0x10
+MAP_SEALS = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE
 
 
 def map_key(op, family, data):
@@ -76,21 +81,21 @@ def monotonic_ms():
 
 
 class MapWriter:
-    """Creates a map file (by rename, as the daemon must) and writes slots with the seqlock."""
+    """Creates a map as the daemon does (a memfd, mapped read-write, then sealed) and writes
+    slots with the seqlock. `fd` is what a GET_MAP response passes."""
 
-    def __init__(self, path, slot_count=64, mode=0o644):
-        self.path = str(path)
+    def __init__(self, slot_count=64, seals=MAP_SEALS):
         self.slot_count = slot_count
-        size = HEADER.size + slot_count * SLOT_SIZE
-        tmp = self.path + ".tmp"
-        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.ftruncate(fd, size)
-        os.fchmod(fd, mode)
-        self.mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-        os.close(fd)
+        self.size = HEADER.size + slot_count * SLOT_SIZE
+        self.fd = os.memfd_create("fake-hosts-map", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        os.ftruncate(self.fd, self.size)
+        self.mm = mmap.mmap(self.fd, self.size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         self.generation = 1
-        self.mm[0:HEADER.size] = HEADER.pack(MAP_MAGIC, VERSION, slot_count, SLOT_SIZE, 1, 1, 0, 0, 0, 0, 0)
-        os.rename(tmp, self.path)
+        self.map_id = int.from_bytes(os.urandom(4), "little") or 1
+        self.mm[0:HEADER.size] = HEADER.pack(MAP_MAGIC, VERSION, slot_count, SLOT_SIZE, 1, 1, self.map_id, 0,
+                                             0, 0, 0, 0)
+        if seals:
+            fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, seals)
 
     def _slot_off(self, i):
         return HEADER.size + i * SLOT_SIZE
@@ -124,3 +129,23 @@ class MapWriter:
 
     def close(self):
         self.mm.close()
+        os.close(self.fd)
+
+
+def get_map(sock_path, timeout=5):
+    """Asks the daemon at sock_path for its map: (response fields, size, fd or None)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(str(sock_path))
+        s.sendall(REQUEST.pack(REQUEST_MAGIC, VERSION, GET_MAP, AF_UNSPEC, 0))
+        data, fds, _, _ = socket.recv_fds(s, RESPONSE.size + 8, 4)
+        while len(data) < RESPONSE.size + 8:
+            more = s.recv(RESPONSE.size + 8 - len(data))
+            if not more:
+                break
+            data += more
+        fields = RESPONSE.unpack(data[:RESPONSE.size])
+        size = struct.unpack("=Q", data[RESPONSE.size:RESPONSE.size + 8])[0] if len(data) >= RESPONSE.size + 8 else None
+        for extra in fds[1:]:
+            os.close(extra)
+        return fields, size, (fds[0] if fds else None)

@@ -1,9 +1,13 @@
-"""libnss_nscache.so.2 with the real daemon: `nscache serve --nss-socket ... --nss-map ...`
+"""libnss_nscache.so.2 with the real daemon: `nscache serve --nss-socket ...`
 forwarding to the fake upstream (addresses 192.0.2.x, 2001:db8::x), clients in the test
 namespaces with `hosts: files nscache dns`, where glibc's own dns module would reach NSD on
 127.0.0.1:53 (addresses 198.51.100.x, 2001:db8:53::x). An answer's address tells which path
 gave it."""
 
+import fcntl
+import mmap
+import os
+import shutil
 import subprocess
 import threading
 import time
@@ -12,8 +16,9 @@ import dns.rdatatype
 import dns.rrset
 import pytest
 
-from nssclient import (HOST_NOT_FOUND, NO_DATA, NSS_NOTFOUND, NSS_SUCCESS, NSS_UNAVAIL, client, direct,
-                       getent_ahosts, getent_hosts, py_getaddrinfo)
+import nssproto as p
+from nssclient import (HOST_NOT_FOUND, NO_DATA, NSS_NOTFOUND, NSS_SUCCESS, NSS_UNAVAIL, PausedClient, client,
+                       direct, getent_ahosts, getent_hosts, py_getaddrinfo)
 
 
 @pytest.fixture
@@ -48,6 +53,19 @@ def test_notfound_falls_through_unless_told_to_return(netns, nssd):
     assert getent_ahosts(netns, "nx-upstream.example.test")[0] == {"198.51.100.99"}
     final = netns.nsswitch_file("files nscache [NOTFOUND=return] dns")
     assert getent_ahosts(netns, "nx-upstream.example.test", final) is None
+
+
+MANY_ADDRESSES = [f"192.0.2.{100 + i}" for i in range(40)]  # conftest's many.example.test
+
+
+def test_many_addresses_through_glibc(netns, nssd):
+    """40 A records with `hosts: nscache` alone: glibc's first buffer is too small, the module
+    reports ERANGE through errnop == &errno, and glibc asks again with a bigger one."""
+    only = netns.nsswitch_file("nscache")
+    for _ in range(2):  # from the socket, then from the map
+        got = getent_ahosts(netns, "many.example.test", only)
+        assert got is not None and got[0] == set(MANY_ADDRESSES), got
+        assert py_getaddrinfo(netns, "many.example.test", 2, only) == sorted(MANY_ADDRESSES)
 
 
 def test_c_client(netns, nss_build, nssd):
@@ -181,13 +199,53 @@ def test_negative_answers_come_from_the_map(netns, nss_build, nssd):
 def test_map_hits_need_no_socket(netns, nss_build, nssd):
     r = client(netns, nss_build, "gai", "dual.example.test", "0")
     assert sorted(r.values("addr")) == ["192.0.2.3", "2001:db8::3"]
+    c = PausedClient(netns, nss_build, 20, "dual.example.test", "0")  # has the map now
     away = nssd.socket_path.with_name("moved-away.sock")
     nssd.socket_path.rename(away)
     try:
-        r = client(netns, nss_build, "repeat", 20, "gai", "dual.example.test", "0")
+        r = c.resume()
         assert r.value("ok") == "20" and "2001:db8::3" in r.out, r
     finally:
         away.rename(nssd.socket_path)
+
+
+def test_map_hits_make_no_system_call(netns, nss_build, nssd):
+    """After the first lookup (which asks for the map and the name), the same lookup is a map
+    hit: a hash, a copy and a clock read in the vDSO, nothing the kernel sees."""
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed")
+    r = netns.run(["strace", "-f", "-qq", "-e", "trace=all", "--", str(nss_build.client), "hits",
+                   str(nss_build.module), "200", "dual.example.test."])
+    assert r.returncode == 0 and "ok 200" in r.stdout, r.stdout + r.stderr
+    trace = r.stderr.splitlines()
+    marks = [i for i, l in enumerate(trace) if 'write(1, "--\\n"' in l]
+    assert len(marks) == 2, r.stderr
+    # resolv.conf is looked at once a second at most (search_list.c): allowed between marks
+    between = [l for l in trace[marks[0] + 1:marks[1]] if "resolv.conf" not in l]
+    assert between == [], between
+
+
+def test_map_descriptor_is_sealed(nssd):
+    """What the socket hands every process: readable, but nobody can truncate it (SIGBUS in
+    every reader), grow it, write it or map it writable."""
+    fields, size, fd = p.get_map(nssd.socket_path)
+    assert fd is not None, fields
+    try:
+        assert fields[2] == p.FOUND and size == os.fstat(fd).st_size
+        assert fcntl.fcntl(fd, fcntl.F_GET_SEALS) & p.MAP_SEALS == p.MAP_SEALS
+        for new_size in (0, size // 2, size * 2):
+            with pytest.raises(PermissionError):
+                os.ftruncate(fd, new_size)
+        with pytest.raises(PermissionError):
+            mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        with pytest.raises(PermissionError):
+            os.pwrite(fd, b"x", 0)
+        ro = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
+        magic, version, _, _, live, _, map_id = p.HEADER.unpack(ro[:p.HEADER.size])[:7]
+        assert (magic, version, live, map_id) == (p.MAP_MAGIC, p.VERSION, 1, fields[6])
+        ro.close()
+    finally:
+        os.close(fd)
 
 
 def test_flush_reaches_the_map(netns, nss_build, nssd):
@@ -197,6 +255,36 @@ def test_flush_reaches_the_map(netns, nss_build, nssd):
     assert client(netns, nss_build, "gai", "flushme.example.test", "4").values("addr") == ["192.0.2.80"]
     nssd.daemon.flush()
     assert client(netns, nss_build, "gai", "flushme.example.test", "4").values("addr") == ["192.0.2.81"]
+
+
+def test_answer_looked_up_before_a_flush_is_not_served_after_it(netns, nss_build, nssd, tmp_path):
+    """An AF_UNSPEC request whose A comes from the cache and whose AAAA waits for the upstream:
+    a flush while it waits must invalidate what the request publishes when it finishes, or
+    the A from before the flush is served from the map after it."""
+    name = "racy.example.test."
+    _set_a(nssd.upstream, name, 300, "192.0.2.90")
+    nssd.upstream.add(name, "AAAA", 300, "2001:db8::90")
+    assert client(netns, nss_build, "gai", "racy.example.test", "4").values("addr") == ["192.0.2.90"]
+    _set_a(nssd.upstream, name, 300, "192.0.2.91")
+    nssd.upstream.delays[name] = 1500
+    asked = nssd.upstream.count(name=name)
+    proc = netns.popen([str(nss_build.client), "gai", "racy.example.test", "0"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 10
+        while nssd.upstream.count(name=name) == asked and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert nssd.upstream.count(name=name) > asked, "the AAAA query never reached the upstream"
+        nssd.daemon.flush()  # while the AAAA is delayed; the A was read from the cache already
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
+    assert "192.0.2.90" in out, out  # looked up before the flush: fine to answer once
+    nssd.upstream.delays.pop(name)
+    r = client(netns, nss_build, "gai", "racy.example.test", "0")
+    assert sorted(r.values("addr")) == ["192.0.2.91", "2001:db8::90"], r
 
 
 STRESS_NAMES = 120

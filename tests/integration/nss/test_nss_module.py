@@ -4,14 +4,18 @@ whatever the real daemon does. Every client runs in the test namespaces (nsenv.p
 says otherwise."""
 
 import os
+import shutil
+import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
 import nssproto as p
-from nssclient import (ECONNREFUSED, EAGAIN, ENOENT, ERANGE, HOST_NOT_FOUND, NETDB_INTERNAL, NO_DATA,
+from nssclient import (EACCES, ECONNREFUSED, EAGAIN, ENOENT, ERANGE, HOST_NOT_FOUND, NETDB_INTERNAL, NO_DATA,
                        NO_RECOVERY, NSS_NOTFOUND, NSS_SUCCESS, NSS_TRYAGAIN, NSS_UNAVAIL, TRY_AGAIN,
-                       client, direct, getent, getent_ahosts, getent_hosts, py_getaddrinfo)
+                       PausedClient, client, direct, getent, getent_ahosts, getent_hosts, py_getaddrinfo)
 from nssfake import Answer
 
 
@@ -140,7 +144,7 @@ def test_erange_on_short_buffers(netns, nss_build, zone, only_module):
 
 
 def test_daemon_down_is_unavail(netns, nss_build, tmp_path):
-    env = {"NSCACHE_NSS_SOCKET": str(tmp_path / "none.sock"), "NSCACHE_NSS_MAP": str(tmp_path / "none.map")}
+    env = {"NSCACHE_NSS_SOCKET": str(tmp_path / "none.sock")}
     r = direct(netns, nss_build, "gethostbyname4_r", "www.example.test", env=env)
     assert (r.status, r.errno) == (NSS_UNAVAIL, ENOENT), r
     # a socket file nobody listens on: refused, also at once
@@ -156,7 +160,7 @@ def test_daemon_down_is_unavail(netns, nss_build, tmp_path):
 def test_daemon_down_dns_takes_over(netns, dns_nsd, tmp_path):
     """`hosts: files nscache dns` with no daemon: glibc's dns module answers (from the
     namespace's NSD, whose addresses are 198.51.100.x)."""
-    env = {"NSCACHE_NSS_SOCKET": str(tmp_path / "none.sock"), "NSCACHE_NSS_MAP": str(tmp_path / "none.map")}
+    env = {"NSCACHE_NSS_SOCKET": str(tmp_path / "none.sock")}
     r = getent(netns, "hosts", "www.example.test", env=env)
     assert r.rc == 0 and r.lines[0].split()[0] == "198.51.100.1", r
     r = getent(netns, "ahosts", "only-dns.example.test", env=env)
@@ -296,15 +300,20 @@ def test_flush_invalidates_the_map(netns, nss_build, zone):
 
 
 def test_map_answer_without_socket(netns, nss_build, fake_nss):
-    """A slot the daemon published is answered even when the socket is gone: no connect."""
+    """A slot the daemon published is answered with no request for it, and a process that holds
+    the map keeps answering from it when the socket is gone: no connect."""
     fake_nss.map.put(p.BY_NAME, p.AF_INET, b"mapped.example.test", p.FOUND,
                      p.encode_payload("mapped.example.test", [], ["192.0.2.88"]), ttl_s=30)
+    r = direct(netns, nss_build, "gethostbyname3_r", "mapped.example.test", "4")
+    assert r.status == NSS_SUCCESS and r.values("addr") == ["192.0.2.88"], r
+    assert 25 <= int(r.value("ttl")) <= 30, r
+    c = PausedClient(netns, nss_build, 20, "mapped.example.test", "4")
     os.rename(fake_nss.sock_path, fake_nss.sock_path + ".away")
     try:
-        r = direct(netns, nss_build, "gethostbyname3_r", "mapped.example.test", "4")
-        assert r.status == NSS_SUCCESS and r.values("addr") == ["192.0.2.88"], r
-        assert 25 <= int(r.value("ttl")) <= 30, r
-        r = direct(netns, nss_build, "gethostbyname3_r", "unmapped.example.test.", "4")
+        r = c.resume()
+        assert r.value("ok") == "20" and "192.0.2.88" in r.out, r
+        # a new process cannot get the map without the socket: no daemon
+        r = direct(netns, nss_build, "gethostbyname3_r", "mapped.example.test.", "4")
         assert r.status == NSS_UNAVAIL, r
     finally:
         os.rename(fake_nss.sock_path + ".away", fake_nss.sock_path)
@@ -318,3 +327,92 @@ def test_map_of_a_stopped_daemon_is_not_used(netns, nss_build, fake_nss):
     r = direct(netns, nss_build, "gethostbyname3_r", "mapped.example.test", "4")
     assert r.status == NSS_NOTFOUND, r  # asked the socket, whose table lacks the name
     assert len(fake_nss.requests_for("mapped.example.test")) == 1
+
+
+def test_many_addresses_through_glibc(netns, fake_nss):
+    """glibc passes errnop == &errno: an ERANGE the module reports must survive its return, or
+    glibc never grows its buffer and a name with many addresses fails (getaddrinfo's first
+    buffer holds about 24 tuples). `hosts: nscache` alone, so nothing else can answer."""
+    many = [f"192.0.2.{100 + i}" for i in range(40)]
+    fake_nss.host("many.example.test", v4=many)
+    only = netns.nsswitch_file("nscache")
+    got = getent_ahosts(netns, "many.example.test", only)
+    assert got is not None and got[0] == set(many), got
+    assert sorted(py_getaddrinfo(netns, "many.example.test", 2, only)) == sorted(many)
+    r = getent(netns, "hosts", "many.example.test", nsswitch=only)
+    assert r.rc == 0 and r.lines and set(r.lines[0].split()[1:]) >= {"many.example.test"}, r
+
+
+# ---- what the module trusts ----------------------------------------------------------------
+
+NOBODY = 65534
+
+
+@pytest.fixture
+def foreign_fake(netns):
+    """nssfake.py run as another user (uid 65534) in a folder of its own: a socket anyone could
+    have put at the path, answering www.example.test with 192.0.2.66."""
+    workdir = Path(tempfile.mkdtemp(prefix="nscache-foreign-"))
+    os.chmod(workdir, 0o755)
+    os.chown(workdir, NOBODY, NOBODY)
+    script = Path(__file__).with_name("nssfake.py")
+    proc = subprocess.Popen(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                             "/usr/bin/python3", str(script), str(workdir)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline().strip()
+        assert line == "ready", f"fake daemon as uid {NOBODY}: {line!r} {proc.stderr.read() if proc.poll() else ''}"
+        proc.sock_path = str(workdir / "fake-nss.sock")
+        yield proc
+    finally:
+        from harness import stop_process
+        if proc.poll() is None:
+            try:
+                proc.communicate("", timeout=5)
+            except (subprocess.TimeoutExpired, ValueError):
+                stop_process(proc)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _fake_requests(proc):
+    out, _ = proc.communicate("", timeout=10)  # closing its stdin stops it
+    return [l for l in out.splitlines() if l.startswith("request")]
+
+
+def test_daemon_of_another_user_is_not_trusted(netns, nss_build, dns_nsd, foreign_fake):
+    """A socket whose listener is neither root nor the asking process's own user gets nothing
+    asked of it and none of its answers used: UNAVAIL at once, so dns answers."""
+    env = {"NSCACHE_NSS_SOCKET": foreign_fake.sock_path}
+    r = direct(netns, nss_build, "gethostbyname4_r", "www.example.test", env=env)
+    assert (r.status, r.errno) == (NSS_UNAVAIL, EACCES), r
+    r = getent(netns, "ahosts", "www.example.test", env=env)
+    assert r.rc == 0 and {l.split()[0] for l in r.lines} == {"198.51.100.1"}, r  # from dns
+    assert _fake_requests(foreign_fake) == [], "the module talked to an untrusted daemon"
+
+
+def test_daemon_of_the_same_user_is_trusted(netns, nss_build, foreign_fake):
+    """An unprivileged daemon serves its own user: a client running as that user uses it."""
+    env = {"NSCACHE_NSS_SOCKET": foreign_fake.sock_path}
+    r = direct(netns, nss_build, "gethostbyname4_r", "www.example.test", env=env, user=NOBODY)
+    assert r.status == NSS_SUCCESS and r.values("addr") == ["192.0.2.66"], r
+    requests = _fake_requests(foreign_fake)
+    assert requests and requests[0].split()[1] == str(p.GET_MAP), requests
+
+
+@pytest.mark.parametrize("kind", ["fifo", "file"])
+def test_fifo_or_file_at_the_socket_path_never_hangs(netns, nss_build, tmp_path, kind):
+    """Whatever sits at the socket path (and where the map was once read from, the retired
+    NSCACHE_NSS_MAP), a lookup answers UNAVAIL at once instead of hanging."""
+    paths = [tmp_path / "nss.sock", tmp_path / "hosts.map"]
+    for path in paths:
+        if kind == "fifo":
+            os.mkfifo(path)
+        else:
+            path.write_bytes(b"\0" * 4096)
+    env = {"NSCACHE_NSS_SOCKET": str(paths[0]), "NSCACHE_NSS_MAP": str(paths[1])}
+    try:
+        r = direct(netns, nss_build, "gethostbyname4_r", "www.example.test", env=env, timeout=20)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"a lookup hung on a {kind} at the socket or map path")
+    assert (r.status, r.errno) == (NSS_UNAVAIL, ECONNREFUSED), r
+

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -13,13 +14,12 @@
 namespace nscache::server {
 namespace {
 
-// Reads a slot as the NSS module does, without its seqlock loop (single-threaded here).
+// Reads a slot as the NSS module does, without its seqlock loop (single-threaded here),
+// through its own read-only mapping of the descriptor the socket hands out.
 struct MapView {
-    explicit MapView(const std::string& path) {
-        const int fd = open(path.c_str(), O_RDONLY);
-        size = static_cast<size_t>(lseek(fd, 0, SEEK_END));
-        base = static_cast<const uint8_t*>(mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0));
-        close(fd);
+    explicit MapView(const HostsMap& map) : size(map.size()) {
+        base = static_cast<const uint8_t*>(mmap(nullptr, size, PROT_READ, MAP_SHARED, map.fd(), 0));
+        EXPECT_NE(base, MAP_FAILED);
     }
     ~MapView() { munmap(const_cast<uint8_t*>(base), size); }
     const nscache_map_header* header() const {
@@ -51,14 +51,17 @@ std::vector<uint8_t> key_for(const std::string& name, int family) {
 }
 
 TEST(HostsMap, PublishedSlotsAreFoundUntilAFlush) {
-    const std::string path = ::testing::TempDir() + "nscache_hosts_map_test.map";
     HostsMap map;
-    ASSERT_FALSE(map.create(path, 64));
+    ASSERT_FALSE(map.create(64));
     const std::vector<uint8_t> payload = {1, 2, 3};
-    map.publish(key_for("www.example.test", 2), NSCACHE_NSS_FOUND, 300, payload, 1000);
-    map.publish(key_for("www.example.test", 10), NSCACHE_NSS_NODATA, 60, {}, 1000);
-    MapView view(path);
+    map.publish(key_for("www.example.test", 2), NSCACHE_NSS_FOUND, 300, payload, 1000,
+                map.generation());
+    map.publish(key_for("www.example.test", 10), NSCACHE_NSS_NODATA, 60, {}, 1000,
+                map.generation());
+    MapView view(map);
     EXPECT_EQ(view.header()->live, 1u);
+    EXPECT_EQ(view.header()->map_id, map.id());
+    EXPECT_NE(map.id(), 0u);
     // Keys are case-insensitive and ignore a trailing dot.
     const auto* s = view.find(key_for("WWW.example.test.", 2));
     ASSERT_NE(s, nullptr);
@@ -70,19 +73,68 @@ TEST(HostsMap, PublishedSlotsAreFoundUntilAFlush) {
     map.invalidate_all();
     EXPECT_EQ(view.find(key_for("www.example.test", 2)), nullptr);
     map.close();
-    EXPECT_EQ(view.header()->live, 0u);
-    EXPECT_NE(access(path.c_str(), F_OK), 0);
+    EXPECT_EQ(view.header()->live, 0u);  // readers keep their mapping, and see it stopped
+    EXPECT_EQ(map.fd(), -1);
+}
+
+// What the socket hands to every process: nobody can shrink it under the readers (SIGBUS),
+// grow it, write it, punch holes in it, map it writable or unseal it; only the daemon's first
+// mapping writes.
+TEST(HostsMap, TheMapIsSealedAgainstEveryoneButItsOwnMapping) {
+    HostsMap map;
+    ASSERT_FALSE(map.create(64));
+    const int fd = map.fd();
+    ASSERT_GE(fd, 0);
+    const int seals = fcntl(fd, F_GET_SEALS);
+    EXPECT_EQ(seals & NSCACHE_MAP_SEALS, static_cast<int>(NSCACHE_MAP_SEALS));
+    struct stat st;
+    ASSERT_EQ(fstat(fd, &st), 0);
+    EXPECT_TRUE(S_ISREG(st.st_mode));
+    EXPECT_EQ(static_cast<size_t>(st.st_size), map.size());
+    EXPECT_NE(ftruncate(fd, 0), 0);
+    EXPECT_NE(ftruncate(fd, static_cast<off_t>(map.size() * 2)), 0);
+    EXPECT_EQ(mmap(nullptr, map.size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), MAP_FAILED);
+    const uint8_t byte = 1;
+    EXPECT_NE(pwrite(fd, &byte, 1, 0), 1);
+    EXPECT_NE(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096), 0);
+    EXPECT_NE(fcntl(fd, F_ADD_SEALS, 0), 0);  // F_SEAL_SEAL: the seals stay
+    void* ro = mmap(nullptr, map.size(), PROT_READ, MAP_SHARED, fd, 0);
+    ASSERT_NE(ro, MAP_FAILED);
+    EXPECT_NE(mprotect(ro, map.size(), PROT_READ | PROT_WRITE), 0);
+    munmap(ro, map.size());
+    // The daemon's own mapping still writes.
+    map.publish(key_for("www.example.test", 2), NSCACHE_NSS_FOUND, 300, std::vector<uint8_t>{1},
+                1000, map.generation());
+    MapView view(map);
+    EXPECT_NE(view.find(key_for("www.example.test", 2)), nullptr);
+}
+
+// The NSS thread reads the generation before it looks an answer up and publishes later; a
+// flush in between (the control thread) must leave that answer invalid.
+TEST(HostsMap, AnswerLookedUpBeforeAFlushIsInvalidAfterIt) {
+    HostsMap map;
+    ASSERT_FALSE(map.create(64));
+    const std::vector<uint8_t> payload = {1, 2, 3};
+    const uint32_t before_flush = map.generation();
+    map.invalidate_all();
+    map.publish(key_for("www.example.test", 2), NSCACHE_NSS_FOUND, 300, payload, 1000,
+                before_flush);
+    MapView view(map);
+    EXPECT_EQ(view.find(key_for("www.example.test", 2)), nullptr);
+    map.publish(key_for("www.example.test", 2), NSCACHE_NSS_FOUND, 300, payload, 1000,
+                map.generation());
+    EXPECT_NE(view.find(key_for("www.example.test", 2)), nullptr);
 }
 
 TEST(HostsMap, TooLargeOrZeroTtlIsNotPublished) {
-    const std::string path = ::testing::TempDir() + "nscache_hosts_map_test2.map";
     HostsMap map;
-    ASSERT_FALSE(map.create(path, 64));
+    ASSERT_FALSE(map.create(64));
     const std::vector<uint8_t> payload = {1};
     map.publish(key_for("big.example.test", 2), NSCACHE_NSS_FOUND, 300,
-                std::vector<uint8_t>(NSCACHE_MAP_SLOT_SIZE, 0), 1000);
-    map.publish(key_for("zero.example.test", 2), NSCACHE_NSS_FOUND, 0, payload, 1000);
-    MapView view(path);
+                std::vector<uint8_t>(NSCACHE_MAP_SLOT_SIZE, 0), 1000, map.generation());
+    map.publish(key_for("zero.example.test", 2), NSCACHE_NSS_FOUND, 0, payload, 1000,
+                map.generation());
+    MapView view(map);
     EXPECT_EQ(view.find(key_for("big.example.test", 2)), nullptr);
     EXPECT_EQ(view.find(key_for("zero.example.test", 2)), nullptr);
 }
