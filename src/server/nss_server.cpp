@@ -425,7 +425,11 @@ void NssServer::lookup_part(RequestId id, size_t part) {
         part_done(id, part, std::span<const uint8_t>(scratch_.data(), hit.length));
         return;
     }
-    if (!resolver_.resolve(question, cookie_of(id, part))) part_done(id, part, {});
+    // A question no upstream answered a moment ago (RFC 9520 §3.2): TRYAGAIN at once, so the
+    // next NSS module in nsswitch.conf gets its turn without a wait.
+    if (resolver_.failing(question, nullptr) || !resolver_.resolve(question, cookie_of(id, part))) {
+        part_done(id, part, {});
+    }
 }
 
 void NssServer::deliver(uint64_t cookie, const upstream::ResolveOutcome& outcome) {
