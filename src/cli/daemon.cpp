@@ -119,8 +119,8 @@ int run_daemon(const Config& config) {
     }
 
     if (!config.cache_file.empty() && access(config.cache_file.c_str(), F_OK) == 0) {
-        const auto loaded =
-            control::load_cache(cache, config.cache_file, monotonic_ms(), wall_ms());
+        const auto loaded = control::load_cache(
+            cache, config.cache_file, resolver_shared.options.ttl, monotonic_ms(), wall_ms());
         if (loaded.ok) {
             log_info("loaded %llu entries from %s", static_cast<unsigned long long>(loaded.entries),
                      config.cache_file.c_str());

@@ -220,9 +220,10 @@ std::string ControlServer::execute(const std::string& request) {
         if (argument.empty() || argument[0] != '/') {
             return "error: " + command + " needs an absolute file path\n";
         }
-        const CacheFileResult r = command == "dump"
-                                      ? dump_cache(cache_, argument, monotonic_ms(), wall_ms())
-                                      : load_cache(cache_, argument, monotonic_ms(), wall_ms());
+        const CacheFileResult r =
+            command == "dump"
+                ? dump_cache(cache_, argument, monotonic_ms(), wall_ms())
+                : load_cache(cache_, argument, cache::TtlPolicy{}, monotonic_ms(), wall_ms());
         if (!r.ok) return "error: " + r.error + "\n";
         return "ok\n" + std::string(command == "dump" ? "dumped " : "loaded ") +
                std::to_string(r.entries) + " entries " + (command == "dump" ? "to " : "from ") +
