@@ -102,8 +102,13 @@ int run_daemon(const Config& config) {
             return 1;
         }
     }
-    control::ControlOptions control_options{config.control, config.control_group, std::nullopt,
-                                            nullptr};
+    control::ControlOptions control_options{.socket_path = config.control,
+                                            .group = config.control_group,
+                                            .metrics_listen = std::nullopt,
+                                            .metrics_allow = config.metrics_allow,
+                                            .state_dir = config.state_dir,
+                                            .ttl_policy = resolver_shared.options.ttl,
+                                            .after_flush = nullptr};
     if (nss) control_options.after_flush = [&nss] { nss->invalidate_map(); };
     if (!config.metrics_listen.empty()) {
         control_options.metrics_listen = parse_socket_address(config.metrics_listen, std::nullopt);
