@@ -10,7 +10,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     using namespace nscache;
     cache::Cache cache(cache::CacheConfig{.budget_bytes = 1 << 20, .shards = 1});
-    const auto result = control::load_cache_bytes(cache, data, size, fuzz::kNow, fuzz::kWallNow);
+    const auto result = control::load_cache_bytes(cache, data, size, cache::TtlPolicy{}, fuzz::kNow,
+                                                  fuzz::kWallNow);
     if (!result.ok) {
         fuzz::check(cache.counters().entries == 0);
         fuzz::check(!result.error.empty());

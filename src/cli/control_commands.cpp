@@ -1,6 +1,4 @@
 // The subcommands that talk to a running daemon over its control socket, and check-config.
-#include <unistd.h>
-
 #include <cstdio>
 
 #include "cli/commands.h"
@@ -60,14 +58,6 @@ int run_request(const std::string& control, const std::string& request) {
     return kExitOk;
 }
 
-// dump and load take a path the daemon opens itself, so it must not depend on our cwd.
-std::optional<std::string> absolute(const std::string& path) {
-    if (!path.empty() && path[0] == '/') return path;
-    char cwd[4096];
-    if (getcwd(cwd, sizeof cwd) == nullptr) return std::nullopt;
-    return std::string(cwd) + "/" + path;
-}
-
 int file_command(const char* command, const Args& args) {
     auto parsed = parse(command, args, false);
     if (!parsed) return kExitUsage;
@@ -75,9 +65,9 @@ int file_command(const char* command, const Args& args) {
         std::fprintf(stderr, "usage: nscache %s [--control PATH] FILE\n", command);
         return kExitUsage;
     }
-    auto path = absolute(parsed->positional[0]);
-    if (!path) return kExitFailure;
-    return run_request(parsed->control, std::string(command) + " " + *path);
+    // Sent as given: the daemon takes a relative FILE inside its state folder (state-dir),
+    // never in our working directory, and refuses anything outside that folder.
+    return run_request(parsed->control, std::string(command) + " " + parsed->positional[0]);
 }
 
 }  // namespace

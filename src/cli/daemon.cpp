@@ -161,8 +161,13 @@ int run_daemon(const Config& config) {
             return 1;
         }
     }
-    control::ControlOptions control_options{config.control, config.control_group, std::nullopt,
-                                            nullptr};
+    control::ControlOptions control_options{.socket_path = config.control,
+                                            .group = config.control_group,
+                                            .metrics_listen = std::nullopt,
+                                            .metrics_allow = config.metrics_allow,
+                                            .state_dir = config.state_dir,
+                                            .ttl_policy = resolver_shared.options.ttl,
+                                            .after_flush = nullptr};
     // A flush forgets published NSS answers and cached resolution failures too.
     control_options.after_flush = [&nss, &resolver_shared] {
         if (nss) nss->invalidate_map();
@@ -182,8 +187,8 @@ int run_daemon(const Config& config) {
     }
 
     if (!config.cache_file.empty() && access(config.cache_file.c_str(), F_OK) == 0) {
-        const auto loaded =
-            control::load_cache(cache, config.cache_file, monotonic_ms(), wall_ms());
+        const auto loaded = control::load_cache(
+            cache, config.cache_file, resolver_shared.options.ttl, monotonic_ms(), wall_ms());
         if (loaded.ok) {
             log_info("loaded %llu entries from %s", static_cast<unsigned long long>(loaded.entries),
                      config.cache_file.c_str());

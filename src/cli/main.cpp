@@ -20,8 +20,8 @@ constexpr const char* kUsage =
     "                                   ask the daemon and print the answer\n"
     "  stats [--control PATH] [--json]  show counters\n"
     "  flush [--control PATH] [NAME]    empty the cache, or drop one name\n"
-    "  dump [--control PATH] FILE       write the cache to FILE\n"
-    "  load [--control PATH] FILE       read cache entries from FILE\n"
+    "  dump [--control PATH] FILE       write the cache to FILE (inside state-dir)\n"
+    "  load [--control PATH] FILE       read cache entries from FILE (inside state-dir)\n"
     "  check-config FILE                check a configuration file\n"
     "  --version                        print the version\n";
 

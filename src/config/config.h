@@ -49,6 +49,7 @@ struct Config {
     std::string nss_socket = "/run/nscache/nss.sock";
     std::string control_group;
     std::string metrics_listen;
+    std::vector<Cidr> metrics_allow;  // empty: loopback only
     std::string user;
 
     bool serve_stale = true;
@@ -57,6 +58,9 @@ struct Config {
     bool serve_expired = false;  // answer stale entries at once and refresh in the background
     bool prefetch = true;
     std::string cache_file;
+    // Where `nscache dump|load` may read and write: relative names are taken inside it, and
+    // nothing outside it is opened (the daemon often runs as root).
+    std::string state_dir = "/var/lib/nscache";
 
     uint32_t rate_limit = 0;
     uint32_t rate_limit_burst = 0;

@@ -131,6 +131,18 @@ Setter address_list(std::vector<SocketAddress> Config::*field, std::optional<uin
     };
 }
 
+Setter cidr_list(std::vector<Cidr> Config::*field) {
+    return [field](const toml::node& node, Config& c) {
+        (c.*field).clear();
+        return each_string(node, [&](const std::string& text) -> std::optional<std::string> {
+            auto cidr = parse_cidr(text);
+            if (!cidr) return "bad network '" + text + "' (expected ADDR/PREFIX)";
+            (c.*field).push_back(*cidr);
+            return std::nullopt;
+        });
+    };
+}
+
 const std::map<std::string, Setter, std::less<>>& setters() {
     static const std::map<std::string, Setter, std::less<>> table = {
         {"listen", address_list(&Config::listen, std::nullopt)},
@@ -155,16 +167,7 @@ const std::map<std::string, Setter, std::less<>>& setters() {
              c.cache_size = *size;
              return std::nullopt;
          }},
-        {"allow",
-         [](const toml::node& n, Config& c) {
-             c.allow.clear();
-             return each_string(n, [&](const std::string& text) -> std::optional<std::string> {
-                 auto cidr = parse_cidr(text);
-                 if (!cidr) return "bad network '" + text + "' (expected ADDR/PREFIX)";
-                 c.allow.push_back(*cidr);
-                 return std::nullopt;
-             });
-         }},
+        {"allow", cidr_list(&Config::allow)},
         {"min-ttl", seconds(&Config::min_ttl)},
         {"max-ttl", seconds(&Config::max_ttl)},
         {"negative-max-ttl", seconds(&Config::negative_max_ttl)},
@@ -209,6 +212,7 @@ const std::map<std::string, Setter, std::less<>>& setters() {
              }
              return std::nullopt;
          }},
+        {"metrics-allow", cidr_list(&Config::metrics_allow)},
         {"user", string_field(&Config::user)},
         {"serve-stale", bool_field(&Config::serve_stale)},
         {"stale-ttl", duration_s(&Config::stale_ttl_s)},
@@ -216,6 +220,14 @@ const std::map<std::string, Setter, std::less<>>& setters() {
         {"serve-expired", bool_field(&Config::serve_expired)},
         {"prefetch", bool_field(&Config::prefetch)},
         {"cache-file", string_field(&Config::cache_file)},
+        {"state-dir",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             std::string text;
+             if (auto err = string_of(n, text)) return err;
+             if (text.empty() || text[0] != '/') return "expected an absolute folder path";
+             c.state_dir = text;
+             return std::nullopt;
+         }},
         {"rate-limit",
          [](const toml::node& n, Config& c) { return uint_of(n, c.rate_limit, 10'000'000); }},
         {"rate-limit-burst",

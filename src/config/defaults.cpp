@@ -37,6 +37,10 @@ std::optional<ConfigError> resolve_defaults(Config& config, const std::string& r
         config.allow.push_back(*parse_cidr("127.0.0.0/8"));
         config.allow.push_back(*parse_cidr("::1/128"));
     }
+    if (config.metrics_allow.empty()) {
+        config.metrics_allow.push_back(*parse_cidr("127.0.0.0/8"));
+        config.metrics_allow.push_back(*parse_cidr("::1/128"));
+    }
     if (config.threads == 0) {
         const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         config.threads = cpus > 0 ? static_cast<unsigned>(cpus) : 1;

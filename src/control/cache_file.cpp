@@ -4,8 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "dns/name.h"
@@ -118,7 +120,7 @@ struct LoadedEntry {
     uint64_t born_wall_ms = 0;
 };
 
-bool read_entry(Reader& r, LoadedEntry& out) {
+bool read_entry(Reader& r, const cache::TtlPolicy& policy, LoadedEntry& out) {
     cache::EntrySnapshot& e = out.snapshot;
     cache::PreparedAnswer& a = e.answer;
     const uint8_t name_len = r.u8();
@@ -151,7 +153,7 @@ bool read_entry(Reader& r, LoadedEntry& out) {
     // Rebuild the message and let the response scanner judge it.
     std::vector<uint8_t> msg(dns::kHeaderSize);
     dns::Header h;
-    h.flags = dns::flag::QR | a.rcode;
+    h.flags = static_cast<uint16_t>(dns::flag::QR | (a.ad ? dns::flag::AD : 0) | a.rcode);
     h.qdcount = 1;
     h.ancount = a.ancount;
     h.nscount = a.nscount;
@@ -174,6 +176,12 @@ bool read_entry(Reader& r, LoadedEntry& out) {
     for (size_t i = 0; i < scan.records.size(); ++i) {
         if (scan.records[i].ttl_offset - records_at != a.ttl_offsets[i]) return false;
     }
+    // The TTL rules again, as for an upstream answer: the file may come from a daemon with
+    // other limits (or from someone else), and max-ttl must hold for what it brings.
+    auto prepared = cache::prepare_answer(dns::Bytes(msg), scan, policy);
+    if (!prepared || prepared->kind != a.kind) return false;
+    if (a.kind == cache::AnswerKind::ServFail) prepared->ttl = std::min(prepared->ttl, a.ttl);
+    a = std::move(*prepared);
     return true;
 }
 
@@ -190,10 +198,30 @@ bool write_all(int fd, const std::vector<uint8_t>& bytes) {
     return true;
 }
 
-std::string folder_of(const std::string& path) {
+// The folder and last component of `path` ("/a/b" -> "/a", "b"; "b" -> ".", "b").
+std::pair<std::string, std::string> split_path(const std::string& path) {
     const size_t slash = path.rfind('/');
-    if (slash == std::string::npos) return ".";
-    return slash == 0 ? "/" : path.substr(0, slash);
+    if (slash == std::string::npos) return {".", path};
+    return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
+// Closes a descriptor when the scope ends.
+class ScopedFd {
+  public:
+    explicit ScopedFd(int fd) : fd_(fd) {}
+    ~ScopedFd() {
+        if (fd_ >= 0) close(fd_);
+    }
+    ScopedFd(const ScopedFd&) = delete;
+    ScopedFd& operator=(const ScopedFd&) = delete;
+    int get() const { return fd_; }
+
+  private:
+    int fd_;
+};
+
+std::string errno_text() {
+    return std::strerror(errno);
 }
 
 }  // namespace
@@ -201,12 +229,31 @@ std::string folder_of(const std::string& path) {
 CacheFileResult dump_cache(const cache::Cache& cache, const std::string& path, uint64_t now_ms,
                            uint64_t wall_now_ms) {
     CacheFileResult result;
+    const auto [folder_path, name] = split_path(path);
+    if (name.empty() || name == "." || name == "..") {
+        result.error = "not a file name: " + path;
+        return result;
+    }
+    // Everything below is relative to the folder opened once, so the temporary file, the
+    // rename and the folder's fsync all happen in the same folder.
+    const ScopedFd folder(open(folder_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (folder.get() < 0) {
+        result.error = "cannot open the folder of " + path + ": " + errno_text();
+        return result;
+    }
     // One fixed temporary name: a dump cut short by kill -9 leaves a file the next dump
-    // overwrites, instead of a new stray per process.
-    const std::string tmp = path + ".tmp";
-    const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    // replaces, instead of a new stray per process. The stale one is unlinked (a symlink
+    // planted there goes, its target untouched) and the new one created exclusively without
+    // following links, so the daemon (root, often) never writes through someone's link.
+    const std::string tmp = name + ".tmp";
+    if (unlinkat(folder.get(), tmp.c_str(), 0) != 0 && errno != ENOENT) {
+        result.error = "cannot remove the stale " + path + ".tmp: " + errno_text();
+        return result;
+    }
+    const int fd = openat(folder.get(), tmp.c_str(),
+                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
-        result.error = "cannot create " + tmp + ": " + std::strerror(errno);
+        result.error = "cannot create " + path + ".tmp: " + errno_text();
         return result;
     }
     uint64_t checksum_state = 0xcbf29ce484222325ull;
@@ -241,23 +288,21 @@ CacheFileResult dump_cache(const cache::Cache& cache, const std::string& path, u
     ok = ok && write_all(fd, w.bytes) && fsync(fd) == 0;
     const int saved_errno = errno;
     close(fd);
-    if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
+    // rename replaces whatever is at `path`, a symlink included, and never follows it.
+    if (!ok || renameat(folder.get(), tmp.c_str(), folder.get(), name.c_str()) != 0) {
         result.error = "cannot write " + path + ": " + std::strerror(ok ? errno : saved_errno);
-        unlink(tmp.c_str());
+        unlinkat(folder.get(), tmp.c_str(), 0);
         return result;
     }
     // The rename itself is durable only once the folder is synced.
-    const int dir = open(folder_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir >= 0) {
-        fsync(dir);
-        close(dir);
-    }
+    fsync(folder.get());
     result.ok = true;
     return result;
 }
 
 CacheFileResult load_cache_bytes(cache::Cache& cache, const uint8_t* data, size_t size,
-                                 uint64_t now_ms, uint64_t wall_now_ms) {
+                                 const cache::TtlPolicy& policy, uint64_t now_ms,
+                                 uint64_t wall_now_ms) {
     CacheFileResult result;
     if (size < kHeaderBytes + kTrailerBytes || std::memcmp(data, kMagic, sizeof kMagic) != 0) {
         result.error = "not an nscache cache file";
@@ -281,7 +326,7 @@ CacheFileResult load_cache_bytes(cache::Cache& cache, const uint8_t* data, size_
     Reader r(data + kHeaderBytes, size - kHeaderBytes - kTrailerBytes);
     while (!r.at_end()) {
         LoadedEntry e;
-        if (!read_entry(r, e)) {
+        if (!read_entry(r, policy, e)) {
             result.error = "corrupt entry " + std::to_string(entries.size() + 1);
             return result;
         }
@@ -304,12 +349,15 @@ CacheFileResult load_cache_bytes(cache::Cache& cache, const uint8_t* data, size_
     return result;
 }
 
-CacheFileResult load_cache(cache::Cache& cache, const std::string& path, uint64_t now_ms,
-                           uint64_t wall_now_ms) {
+CacheFileResult load_cache(cache::Cache& cache, const std::string& path,
+                           const cache::TtlPolicy& policy, uint64_t now_ms, uint64_t wall_now_ms) {
     CacheFileResult result;
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NOFOLLOW: a symlink is refused, not read through; O_NONBLOCK: a FIFO planted there
+    // cannot hold the control thread in open().
+    const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
-        result.error = "cannot open " + path + ": " + std::strerror(errno);
+        result.error = errno == ELOOP ? path + " is a symbolic link: refused"
+                                      : "cannot open " + path + ": " + errno_text();
         return result;
     }
     struct stat st {};
@@ -332,7 +380,7 @@ CacheFileResult load_cache(cache::Cache& cache, const std::string& path, uint64_
         result.error = "cannot read " + path;
         return result;
     }
-    result = load_cache_bytes(cache, bytes.data(), bytes.size(), now_ms, wall_now_ms);
+    result = load_cache_bytes(cache, bytes.data(), bytes.size(), policy, now_ms, wall_now_ms);
     if (!result.ok) result.error = path + ": " + result.error;
     return result;
 }

@@ -3,15 +3,20 @@
 // time is loaded with the TTL it has left, and what has expired since is skipped.
 //
 // Writing is atomic: a temporary file beside the target, fsync, rename, fsync of the folder;
-// a crash at any point leaves the previous file whole. Reading checks the magic, version,
+// a crash at any point leaves the previous file whole. Links are never followed: the
+// temporary file is created with O_EXCL|O_NOFOLLOW (a stale one is unlinked first), the
+// rename replaces a link at the target instead of writing through it, and a load opens with
+// O_NOFOLLOW and takes only a regular file. Reading checks the magic, version,
 // checksum and every entry (each is parsed as a DNS message) and rejects the whole file on
-// any fault: a damaged file never puts anything in the cache.
+// any fault: a damaged file never puts anything in the cache. Loaded entries go through the
+// daemon's TTL rules again (min-ttl, max-ttl, negative-max-ttl), as answers from upstream do.
 // Dumping copies one slice of one shard at a time, so queries never wait on it for long.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "cache/answer.h"
 #include "cache/cache.h"
 
 namespace nscache::control {
@@ -26,11 +31,12 @@ CacheFileResult dump_cache(const cache::Cache& cache, const std::string& path, u
                            uint64_t wall_now_ms);
 
 // Parses and checks the file fully before inserting anything.
-CacheFileResult load_cache(cache::Cache& cache, const std::string& path, uint64_t now_ms,
-                           uint64_t wall_now_ms);
+CacheFileResult load_cache(cache::Cache& cache, const std::string& path,
+                           const cache::TtlPolicy& policy, uint64_t now_ms, uint64_t wall_now_ms);
 
 // The same check and insertion for bytes already in memory (the fuzz target uses this).
 CacheFileResult load_cache_bytes(cache::Cache& cache, const uint8_t* data, size_t size,
-                                 uint64_t now_ms, uint64_t wall_now_ms);
+                                 const cache::TtlPolicy& policy, uint64_t now_ms,
+                                 uint64_t wall_now_ms);
 
 }  // namespace nscache::control

@@ -1,57 +1,41 @@
 #include "control/control_server.h"
 
 #include <grp.h>
-#include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "common/clock.h"
-#include "common/files.h"
 #include "common/log.h"
 #include "control/cache_file.h"
+#include "control/control_sockets.h"
+#include "control/state_dir.h"
 #include "dns/name.h"
 
 namespace nscache::control {
 namespace {
 
-constexpr size_t kMaxRequest = 4096;
-constexpr int kClientTimeoutSeconds = 2;
-
-void set_timeouts(int fd) {
-    timeval tv{kClientTimeoutSeconds, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+size_t index_of(ConnectionKind kind) {
+    return kind == ConnectionKind::Control ? 0 : 1;
 }
 
-void send_all(int fd, const std::string& text) {
-    size_t done = 0;
-    while (done < text.size()) {
-        const ssize_t n = send(fd, text.data() + done, text.size() - done, MSG_NOSIGNAL);
-        if (n <= 0) {
-            if (n < 0 && errno == EINTR) continue;
-            return;
-        }
-        done += static_cast<size_t>(n);
-    }
+// A short line to a client that is turned away at accept: the socket is new and empty, so
+// a non-blocking send of a few bytes either goes out whole or not at all.
+void send_and_close(int fd, const char* text) {
+    ssize_t ignored = send(fd, text, std::strlen(text), MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)ignored;
+    close(fd);
 }
 
-// Reads until `terminator` or the size limit or the timeout.
-std::string read_request(int fd, const char* terminator) {
-    std::string request;
-    char buf[512];
-    while (request.size() < kMaxRequest && request.find(terminator) == std::string::npos) {
-        const ssize_t n = recv(fd, buf, sizeof buf, 0);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        request.append(buf, static_cast<size_t>(n));
+bool metrics_peer_allowed(const std::vector<Cidr>& allow, const sockaddr_storage& peer) {
+    const auto* sa = reinterpret_cast<const sockaddr*>(&peer);
+    if (allow.empty()) return SocketAddress::from_sockaddr(sa, sizeof peer).is_loopback();
+    for (const Cidr& c : allow) {
+        if (c.contains(sa)) return true;
     }
-    return request;
+    return false;
 }
 
 }  // namespace
@@ -61,134 +45,118 @@ ControlServer::ControlServer(const ControlOptions& options, cache::Cache& cache,
 
 ControlServer::~ControlServer() {
     stop();
+    connections_.clear();
+    control_listener_.reset();
+    metrics_listener_.reset();
     if (control_fd_ >= 0) {
         close(control_fd_);
         unlink(options_.socket_path.c_str());
     }
     if (metrics_fd_ >= 0) close(metrics_fd_);
-    if (stop_fd_ >= 0) close(stop_fd_);
 }
 
 std::optional<std::string> ControlServer::open(uid_t owner_uid) {
-    owner_uid_ = owner_uid;
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (options_.socket_path.size() >= sizeof addr.sun_path) {
-        return "control socket path too long: " + options_.socket_path;
-    }
-    std::memcpy(addr.sun_path, options_.socket_path.c_str(), options_.socket_path.size() + 1);
-    if (!make_parent_folder(options_.socket_path)) {
-        return "cannot create the folder of " + options_.socket_path + ": " + std::strerror(errno);
-    }
-    control_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    // A socket file left by a daemon that died is removed; one that still answers is not ours.
-    if (connect(control_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-        close(control_fd_);
-        control_fd_ = -1;
-        return "control socket " + options_.socket_path + " is in use by a running daemon";
-    }
-    close(control_fd_);
-    unlink(options_.socket_path.c_str());
-    control_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const mode_t old_mask = umask(0177);  // the socket is born 0600: no window for others
-    const int bound = bind(control_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    umask(old_mask);
-    if (bound != 0 || listen(control_fd_, 16) != 0) {
-        const std::string error = std::strerror(errno);
-        close(control_fd_);
-        control_fd_ = -1;
-        return "cannot bind control socket " + options_.socket_path + ": " + error;
-    }
+    access_.owner_uid = owner_uid;
     if (!options_.group.empty()) {
         const group* g = getgrnam(options_.group.c_str());
         if (g == nullptr) return "control-group '" + options_.group + "' does not exist";
-        group_gid_ = g->gr_gid;
-        if (chown(options_.socket_path.c_str(), owner_uid, g->gr_gid) != 0 ||
-            chmod(options_.socket_path.c_str(), 0660) != 0) {
-            return "cannot set the owner of " + options_.socket_path + ": " + std::strerror(errno);
-        }
-    } else if (chown(options_.socket_path.c_str(), owner_uid, static_cast<gid_t>(-1)) != 0) {
-        return "cannot set the owner of " + options_.socket_path + ": " + std::strerror(errno);
+        access_.group = g->gr_gid;
     }
-
+    std::string error;
+    control_fd_ = bind_control_socket(options_.socket_path, owner_uid, access_.group, error);
+    if (control_fd_ < 0) return error;
     if (options_.metrics_listen) {
-        const SocketAddress& m = *options_.metrics_listen;
-        metrics_fd_ = socket(m.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
-        const int one = 1;
-        setsockopt(metrics_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (bind(metrics_fd_, m.sa(), m.length) != 0 || listen(metrics_fd_, 16) != 0) {
-            return "cannot bind metrics " + m.to_string() + ": " + std::strerror(errno);
-        }
-        log_info("metrics on http://%s/metrics", m.to_string().c_str());
+        metrics_fd_ = bind_metrics_socket(*options_.metrics_listen, error);
+        if (metrics_fd_ < 0) return error;
+        log_info("metrics on http://%s/metrics", options_.metrics_listen->to_string().c_str());
     }
-    stop_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    control_listener_ = std::make_unique<Listener>(
+        loop_, control_fd_, "control socket",
+        [this](int fd, const sockaddr_storage&, socklen_t) { accept_control(fd); });
+    if (metrics_fd_ >= 0) {
+        metrics_listener_ = std::make_unique<Listener>(
+            loop_, metrics_fd_, "metrics",
+            [this](int fd, const sockaddr_storage& peer, socklen_t) { accept_metrics(fd, peer); });
+    }
     return std::nullopt;
 }
 
 void ControlServer::start() {
-    thread_ = std::thread([this] { run(); });
+    if (!control_listener_ || thread_.joinable()) return;
+    thread_ = std::thread([this] {
+        control_listener_->start();
+        if (metrics_listener_) metrics_listener_->start();
+        loop_.run(nullptr);
+    });
 }
 
 void ControlServer::stop() {
     if (!thread_.joinable()) return;
-    const uint64_t one = 1;
-    ssize_t ignored = write(stop_fd_, &one, sizeof one);
-    (void)ignored;
+    loop_.request_stop();
     thread_.join();
+    // The loop has stopped: its connections are closed here, whatever state they were in.
+    connections_.clear();
+    clients_[0] = clients_[1] = 0;
 }
 
-void ControlServer::run() {
-    for (;;) {
-        pollfd fds[3] = {{stop_fd_, POLLIN, 0}, {control_fd_, POLLIN, 0}, {metrics_fd_, POLLIN, 0}};
-        const nfds_t count = metrics_fd_ >= 0 ? 3 : 2;
-        if (poll(fds, count, -1) < 0) {
-            if (errno == EINTR) continue;
-            return;
-        }
-        if (fds[0].revents) return;
-        if (fds[1].revents & POLLIN) {
-            const int fd = accept4(control_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-            if (fd >= 0) {
-                serve_control_client(fd);
-                close(fd);
-            }
-        }
-        if (count == 3 && (fds[2].revents & POLLIN)) {
-            const int fd = accept4(metrics_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-            if (fd >= 0) {
-                serve_metrics_client(fd);
-                close(fd);
-            }
-        }
-    }
-}
-
-void ControlServer::serve_control_client(int fd) {
+void ControlServer::accept_control(int fd) {
     // The socket's mode already keeps others out; the peer's credentials are checked as well.
-    ucred cred{};
-    socklen_t len = sizeof cred;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
-        !(cred.uid == 0 || cred.uid == owner_uid_ ||
-          (!options_.group.empty() && cred.gid == group_gid_))) {
-        send_all(fd, "error: permission denied\n");
+    if (!peer_may_control(fd, access_)) {
+        send_and_close(fd, "error: permission denied\n");
         return;
     }
-    set_timeouts(fd);
-    std::string request = read_request(fd, "\n");
-    if (const size_t nl = request.find('\n'); nl != std::string::npos) request.resize(nl);
-    send_all(fd, execute(request));
+    if (clients_[index_of(ConnectionKind::Control)] >= options_.max_clients) {
+        send_and_close(fd, "error: busy, try again\n");
+        return;
+    }
+    adopt(ConnectionKind::Control, fd);
 }
 
-void ControlServer::serve_metrics_client(int fd) {
-    set_timeouts(fd);
-    const std::string request = read_request(fd, "\r\n\r\n");
-    if (request.rfind("GET /metrics", 0) != 0) {
-        send_all(fd, "HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+void ControlServer::accept_metrics(int fd, const sockaddr_storage& peer) {
+    if (!metrics_peer_allowed(options_.metrics_allow, peer) ||
+        clients_[index_of(ConnectionKind::Metrics)] >= options_.max_clients) {
+        close(fd);
         return;
+    }
+    adopt(ConnectionKind::Metrics, fd);
+}
+
+void ControlServer::adopt(ConnectionKind kind, int fd) {
+    uint64_t id;
+    auto* slot = connections_.add(id);
+    if (slot == nullptr) {
+        close(fd);
+        return;
+    }
+    *slot = std::make_unique<ControlConnection>(static_cast<ConnectionOwner&>(*this), loop_, kind,
+                                                fd, id);
+    if (!(*slot)->start(loop_.now_ms() + options_.client_deadline_ms)) {
+        connections_.remove(id);
+        return;
+    }
+    ++clients_[index_of(kind)];
+}
+
+void ControlServer::closed(uint64_t id) {
+    auto* slot = connections_.find(id);
+    if (slot == nullptr) return;
+    --clients_[index_of((*slot)->kind())];
+    // Destroyed once the current event is done with it.
+    loop_.add_timer(loop_.now_ms(), [this, id] { connections_.remove(id); });
+}
+
+std::string ControlServer::answer(ConnectionKind kind, const std::string& request) {
+    if (kind == ConnectionKind::Metrics) return metrics_answer(request);
+    return execute(request);
+}
+
+std::string ControlServer::metrics_answer(const std::string& head) {
+    if (head.rfind("GET /metrics", 0) != 0) {
+        return "HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
     }
     const std::string body = format_prometheus(collect_stats(stats_, monotonic_ms()));
-    send_all(fd, "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " +
-                     std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+    return "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
 }
 
 std::string ControlServer::execute(const std::string& request) {
@@ -216,19 +184,23 @@ std::string ControlServer::execute(const std::string& request) {
         if (options_.after_flush) options_.after_flush();
         return "ok\nflushed " + std::to_string(removed) + " entries\n";
     }
-    if (command == "dump" || command == "load") {
-        if (argument.empty() || argument[0] != '/') {
-            return "error: " + command + " needs an absolute file path\n";
-        }
-        const CacheFileResult r = command == "dump"
-                                      ? dump_cache(cache_, argument, monotonic_ms(), wall_ms())
-                                      : load_cache(cache_, argument, monotonic_ms(), wall_ms());
-        if (!r.ok) return "error: " + r.error + "\n";
-        return "ok\n" + std::string(command == "dump" ? "dumped " : "loaded ") +
-               std::to_string(r.entries) + " entries " + (command == "dump" ? "to " : "from ") +
-               argument + "\n";
-    }
+    if (command == "dump" || command == "load") return file_command(command, argument);
     return "error: unknown command '" + command + "'\n";
+}
+
+std::string ControlServer::file_command(const std::string& command, const std::string& name) {
+    if (name.empty()) return "error: " + command + " needs a file name\n";
+    std::string error;
+    const auto path = resolve_state_path(options_.state_dir, name, error);
+    if (!path) return "error: " + error + "\n";
+    const CacheFileResult r =
+        command == "dump"
+            ? dump_cache(cache_, *path, monotonic_ms(), wall_ms())
+            : load_cache(cache_, *path, options_.ttl_policy, monotonic_ms(), wall_ms());
+    if (!r.ok) return "error: " + r.error + "\n";
+    return "ok\n" + std::string(command == "dump" ? "dumped " : "loaded ") +
+           std::to_string(r.entries) + " entries " + (command == "dump" ? "to " : "from ") + *path +
+           "\n";
 }
 
 }  // namespace nscache::control

@@ -1,18 +1,32 @@
 // The control socket (a unix stream socket, mode 0600 or 0660 for a group) and the optional
-// Prometheus endpoint, served by one thread of their own so nothing they do runs on a worker.
-// One request per connection, a line in, text out (see docs/interfaces.md).
+// Prometheus endpoint, served by one thread of their own on an event loop, so nothing they do
+// runs on a worker and no client can hold the others up: sockets never block, each client
+// has a deadline from accept to the end of its answer, and each socket serves a bounded
+// number of clients at once. One request per connection, a line in, text out (see
+// docs/interfaces.md). Commands (flush, dump, load) run on the control thread.
+//
+// open() before privileges are dropped; start() and stop() from the thread that owns the
+// server; execute() from any one thread at a time (the control thread once started).
 #pragma once
 
 #include <sys/types.h>
 
-#include <atomic>
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "cache/answer.h"
 #include "cache/cache.h"
+#include "common/event_loop.h"
+#include "common/slot_table.h"
 #include "config/address.h"
+#include "control/control_connection.h"
+#include "control/listener.h"
+#include "control/peer_access.h"
 #include "control/stats.h"
 
 namespace nscache::control {
@@ -21,36 +35,55 @@ struct ControlOptions {
     std::string socket_path;
     std::string group;  // empty: mode 0600
     std::optional<SocketAddress> metrics_listen;
+    std::vector<Cidr> metrics_allow;  // others are closed at accept; empty: loopback only
+    std::string state_dir = "/var/lib/nscache";  // the only folder dump and load may use
+    cache::TtlPolicy ttl_policy;                 // applied again to loaded entries
     // Runs on every flush (the NSS shared map forgets what it published).
     std::function<void()> after_flush;
+    // From accept to the last byte of the answer; a slower client is closed.
+    uint32_t client_deadline_ms = 5000;
+    // Clients served at once per socket; more are turned away.
+    size_t max_clients = 16;
 };
 
-class ControlServer {
+class ControlServer final : private ConnectionOwner {
   public:
     ControlServer(const ControlOptions& options, cache::Cache& cache, StatsSources stats);
     ~ControlServer();
+    ControlServer(const ControlServer&) = delete;
+    ControlServer& operator=(const ControlServer&) = delete;
 
     // Binds the sockets (before privileges are dropped); an error message on failure.
     std::optional<std::string> open(uid_t owner_uid);
     void start();
+    // Returns at once whatever clients are doing (a command already running finishes first);
+    // open connections are closed.
     void stop();
 
     // The command interpreter, also used by tests: a request line in, the answer out.
     std::string execute(const std::string& request);
 
   private:
-    void run();
-    void serve_control_client(int fd);
-    void serve_metrics_client(int fd);
+    std::string answer(ConnectionKind kind, const std::string& request) override;
+    void closed(uint64_t id) override;
+    void accept_control(int fd);
+    void accept_metrics(int fd, const sockaddr_storage& peer);
+    void adopt(ConnectionKind kind, int fd);
+    std::string file_command(const std::string& command, const std::string& name);
+    std::string metrics_answer(const std::string& head);
 
     ControlOptions options_;
     cache::Cache& cache_;
     StatsSources stats_;
-    uid_t owner_uid_ = 0;
-    gid_t group_gid_ = 0;
+    ControlAccess access_;
     int control_fd_ = -1;
     int metrics_fd_ = -1;
-    int stop_fd_ = -1;
+    // Declared before what registers with it: destroyed after them.
+    EventLoop loop_;
+    std::unique_ptr<Listener> control_listener_;
+    std::unique_ptr<Listener> metrics_listener_;
+    SlotTable<std::unique_ptr<ControlConnection>> connections_;
+    size_t clients_[2] = {0, 0};  // open connections by ConnectionKind
     std::thread thread_;
 };
 

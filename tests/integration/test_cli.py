@@ -82,6 +82,8 @@ BAD_CONFIGS = [
     ("negative_ttl", 'min-ttl = 0\nmax-ttl = -5\n', 2),
     ("toml_syntax", 'threads = 2\nmax-ttl = = 5\nmin-ttl = 0\n', 2),
     ("boolean", 'prefetch = "maybe"\n', 1),
+    ("state_dir_relative", 'state-dir = "var/lib/nscache"\n', 1),
+    ("metrics_allow_cidr", 'metrics-allow = ["127.0.0.1/40"]\n', 1),
 ]
 
 
@@ -190,6 +192,24 @@ def test_client_without_daemon_exit_1(nscache, tmp_path, sub):
     r = run([nscache] + sub[:1] + ["--control", str(sock)] + sub[1:])
     assert r.returncode == 1, r.stdout + r.stderr
     assert "nobody-home.sock" in r.stderr + r.stdout
+
+
+def test_dump_and_load_names_are_the_daemons_not_the_cwd(daemon, fake_upstream, tmp_path, nscache):
+    """`nscache dump FILE` sends FILE as given: a relative name lands in the daemon's
+    state-dir, never in the client's working directory."""
+    fake_upstream.add("cwd.fake.test.", "A", 300, "192.0.2.83")
+    state = tmp_path / "state"
+    cwd = tmp_path / "cwd"
+    state.mkdir()
+    cwd.mkdir()
+    d = daemon(fake_upstream.addr, config=f'state-dir = "{state}"\n')
+    udp(d.port, "cwd.fake.test")
+    r = run([nscache, "dump", "--control", d.control, "rel.dump"], cwd=cwd)
+    assert r.returncode == 0, r.stderr
+    assert (state / "rel.dump").is_file() and not (cwd / "rel.dump").exists()
+    assert str(state / "rel.dump") in r.stdout, r.stdout
+    r = run([nscache, "load", "--control", d.control, "rel.dump"], cwd=cwd)
+    assert r.returncode == 0 and "loaded 1 entries" in r.stdout, r.stdout + r.stderr
 
 
 def test_sigint_clean_exit(daemon, nsd):

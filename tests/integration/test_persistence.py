@@ -28,7 +28,12 @@ NEGATIVE = "absent.fake.test"  # NXDOMAIN, negative TTL min(600, 60) = 60
 
 
 def cache_file_config(path):
-    return f'cache-file = "{path}"\n'
+    # dump and load by the tests use the same folder as the cache file.
+    return f'cache-file = "{path}"\nstate-dir = "{path.parent}"\n'
+
+
+def state_dir_config(path):
+    return f'state-dir = "{path}"\n'
 
 
 def test_cache_file_restart_serves_unexpired_entries_with_remaining_ttl(daemon, fake_upstream, tmp_path):
@@ -83,7 +88,7 @@ def test_cache_file_restart_serves_unexpired_entries_with_remaining_ttl(daemon, 
 def test_dump_load_round_trip_keeps_remaining_ttl(daemon, fake_upstream, tmp_path):
     for name, (ttl, addr) in RECORDS.items():
         fake_upstream.add(f"{name}.", "A", ttl, addr)
-    d1 = daemon(fake_upstream.addr)
+    d1 = daemon(fake_upstream.addr, config=state_dir_config(tmp_path))
     t_fill = time.monotonic()
     for name in RECORDS:
         udp(d1.port, name)
@@ -93,7 +98,7 @@ def test_dump_load_round_trip_keeps_remaining_ttl(daemon, fake_upstream, tmp_pat
     m = re.search(r"dumped (\d+) entries", r.stdout + r.stderr)
     assert m and int(m.group(1)) >= len(RECORDS) - 1, r.stdout + r.stderr  # `gone` may be expired already
     time.sleep(1.5)  # gone.fake.test (TTL 1) expires before the load
-    d2 = daemon(fake_upstream.addr)
+    d2 = daemon(fake_upstream.addr, config=state_dir_config(tmp_path))
     r = d2.cli("load", "--control", d2.control, str(path))
     assert r.returncode == 0, r.stdout + r.stderr
     m = re.search(r"loaded (\d+) entries", r.stdout + r.stderr)
@@ -115,7 +120,7 @@ def test_dump_load_round_trip_keeps_remaining_ttl(daemon, fake_upstream, tmp_pat
 def _valid_cache_file(daemon, fake_upstream, path):
     for i in range(5):
         fake_upstream.add(f"c{i}.fake.test.", "A", 300, f"192.0.2.{210 + i}")
-    d = daemon(fake_upstream.addr)
+    d = daemon(fake_upstream.addr, config=state_dir_config(path.parent))
     for i in range(5):
         udp(d.port, f"c{i}.fake.test")
     r = d.cli("dump", "--control", d.control, str(path))
@@ -169,7 +174,7 @@ def test_load_command_rejects_damaged_file(daemon, fake_upstream, tmp_path):
     path = tmp_path / "damaged.dump"
     good = _valid_cache_file(daemon, fake_upstream, path)
     path.write_bytes(_flip(good, [len(good) // 3]))
-    d = daemon(fake_upstream.addr)
+    d = daemon(fake_upstream.addr, config=state_dir_config(tmp_path))
     r = d.cli("load", "--control", d.control, str(path))
     assert r.returncode != 0, f"load of a corrupt file succeeded: {r.stdout}{r.stderr}"
     assert str(path) in r.stdout + r.stderr or "corrupt" in r.stdout + r.stderr, r.stdout + r.stderr
@@ -238,3 +243,31 @@ def test_kill9_leaves_previous_cache_file_intact(daemon, fake_upstream, tmp_path
     for i in range(20):
         assert a_addrs(udp(d3.port, f"k{i}.fake.test")) == [f"192.0.2.{220 + i}"]
         assert fake_upstream.count(name=f"k{i}.fake.test") == before[i]
+
+
+def test_loaded_entries_are_clamped_by_max_ttl(daemon, fake_upstream, tmp_path):
+    """A file from a daemon with other limits (or from anyone) gets this daemon's TTL rules:
+    an entry dumped with TTL 86400 comes back with at most max-ttl."""
+    fake_upstream.add("long.fake.test.", "A", 86400, "192.0.2.230")
+    cache_file = tmp_path / "long.cache"
+    d1 = daemon(fake_upstream.addr, config=f'cache-file = "{cache_file}"\n')
+    assert answer_ttl(udp(d1.port, "long.fake.test")) > 86000
+    assert d1.stop() == 0, d1.stderr_text()
+
+    # At start-up from cache-file...
+    d2 = daemon(fake_upstream.addr, config=f'cache-file = "{cache_file}"\nmax-ttl = 60\n')
+    assert re.search(r"loaded 1 entries", d2.stderr_text()), d2.stderr_text()
+    r = udp(d2.port, "long.fake.test")
+    assert a_addrs(r) == ["192.0.2.230"] and fake_upstream.count(name="long.fake.test") == 1
+    assert answer_ttl(r) <= 60, f"TTL {answer_ttl(r)} from the file, above max-ttl = 60"
+    d2.stopped_by_test = True
+    os.kill(d2.pid, signal.SIGKILL)  # keep the file as d1 wrote it
+    d2.proc.wait(timeout=5)
+
+    # ...and by `nscache load`.
+    d3 = daemon(fake_upstream.addr, config=state_dir_config(tmp_path) + "max-ttl = 60\n")
+    r = d3.cli("load", "--control", d3.control, cache_file.name)
+    assert r.returncode == 0 and "loaded 1 entries" in r.stdout, r.stdout + r.stderr
+    r = udp(d3.port, "long.fake.test")
+    assert fake_upstream.count(name="long.fake.test") == 1, "the loaded entry was not used"
+    assert answer_ttl(r) <= 60, f"TTL {answer_ttl(r)} after load, above max-ttl = 60"

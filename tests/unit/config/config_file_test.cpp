@@ -37,6 +37,8 @@ stale-ttl = "1h"
 serve-expired = true
 rate-limit = 100
 rate-limit-action = "truncate"
+metrics-allow = ["192.0.2.0/24", "2001:db8::/32"]
+state-dir = "/srv/nscache"
 )"),
                                 c);
     ASSERT_FALSE(err) << err->message;
@@ -55,6 +57,20 @@ rate-limit-action = "truncate"
     EXPECT_TRUE(c.serve_expired);
     EXPECT_EQ(c.rate_limit, 100u);
     EXPECT_EQ(c.rate_limit_action, RateLimitAction::Truncate);
+    ASSERT_EQ(c.metrics_allow.size(), 2u);
+    EXPECT_EQ(c.metrics_allow[0].to_string(), "192.0.2.0/24");
+    EXPECT_EQ(c.state_dir, "/srv/nscache");
+}
+
+TEST_F(ConfigFileTest, StateDirAndMetricsAllowNeedSaneValues) {
+    Config c;
+    auto err = load_config_file(write("state-dir = \"relative/dir\"\n"), c);
+    ASSERT_TRUE(err);
+    EXPECT_NE(err->message.find("state-dir: expected an absolute folder path"), std::string::npos)
+        << err->message;
+    err = load_config_file(write("metrics-allow = [\"localhost\"]\n"), c);
+    ASSERT_TRUE(err);
+    EXPECT_NE(err->message.find("bad network 'localhost'"), std::string::npos) << err->message;
 }
 
 TEST_F(ConfigFileTest, ErrorsNameFileAndLine) {
@@ -131,6 +147,9 @@ TEST(ResolveDefaults, SkipsOwnAddressInResolvConf) {
     EXPECT_EQ(c.upstreams[0].to_string(), "192.0.2.53:53");
     EXPECT_TRUE(c.listen_is_default);
     EXPECT_GT(c.threads, 0u);
+    ASSERT_EQ(c.metrics_allow.size(), 2u);  // loopback only
+    EXPECT_EQ(c.metrics_allow[0].to_string(), "127.0.0.0/8");
+    EXPECT_EQ(c.metrics_allow[1].to_string(), "::1/128");
 
     std::ofstream(path) << "nameserver 127.0.0.1\n";
     Config only_self;

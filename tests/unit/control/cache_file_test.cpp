@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <array>
 #include <cstdio>
 #include <fstream>
@@ -19,11 +23,24 @@ using cache::testing::prepare;
 
 constexpr uint64_t kNow = 5'000'000;
 constexpr uint64_t kWall = 1'700'000'000'000;
+constexpr cache::TtlPolicy kPolicy{};
 
 class CacheFileTest : public ::testing::Test {
   protected:
     void SetUp() override { path_ = ::testing::TempDir() + "nscache_cache_file_test.bin"; }
-    void TearDown() override { std::remove(path_.c_str()); }
+    void TearDown() override {
+        for (const std::string& p : {path_, path_ + ".tmp", victim(), path_ + ".link"}) {
+            std::remove(p.c_str());
+        }
+    }
+    std::string victim() const { return ::testing::TempDir() + "nscache_cache_file_victim"; }
+    void write_file(const std::string& path, const std::string& text) {
+        std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+    }
+    std::string read_file(const std::string& path) {
+        std::ifstream in(path, std::ios::binary);
+        return std::string((std::istreambuf_iterator<char>(in)), {});
+    }
 
     void store(cache::Cache& c, const std::string& name, uint32_t ttl, uint64_t now) {
         ClientQuery q(name, dns::rtype::A);
@@ -56,7 +73,7 @@ TEST_F(CacheFileTest, RoundTripKeepsUnexpiredEntriesWithRemainingTtl) {
     // Loaded 10 s later, in a new process whose monotonic clock starts elsewhere.
     cache::Cache after(cache::CacheConfig{.budget_bytes = 1 << 20});
     const uint64_t later = 42'000;
-    auto loaded = load_cache(after, path_, later, kWall + 10'000);
+    auto loaded = load_cache(after, path_, kPolicy, later, kWall + 10'000);
     ASSERT_TRUE(loaded.ok) << loaded.error;
     EXPECT_EQ(loaded.entries, 100u);  // the 5 s entry expired in between
     auto r = find(after, "n7.example.test", later);
@@ -75,18 +92,79 @@ TEST_F(CacheFileTest, DamagedFilesAreRejectedWhole) {
     cache::Cache fresh(cache::CacheConfig{.budget_bytes = 1 << 20});
     auto truncated = good;
     truncated.resize(good.size() / 2);
-    EXPECT_FALSE(load_cache_bytes(fresh, truncated.data(), truncated.size(), kNow, kWall).ok);
+    EXPECT_FALSE(
+        load_cache_bytes(fresh, truncated.data(), truncated.size(), kPolicy, kNow, kWall).ok);
 
     auto flipped = good;
     flipped[good.size() / 2] ^= 0x40;
-    EXPECT_FALSE(load_cache_bytes(fresh, flipped.data(), flipped.size(), kNow, kWall).ok);
+    EXPECT_FALSE(load_cache_bytes(fresh, flipped.data(), flipped.size(), kPolicy, kNow, kWall).ok);
 
     const std::string foreign = "#!/bin/sh\necho this is not a cache file at all, friend\n";
     EXPECT_FALSE(load_cache_bytes(fresh, reinterpret_cast<const uint8_t*>(foreign.data()),
-                                  foreign.size(), kNow, kWall)
+                                  foreign.size(), kPolicy, kNow, kWall)
                      .ok);
     EXPECT_EQ(fresh.counters().entries, 0u);
-    EXPECT_FALSE(load_cache(fresh, "/nonexistent/file", kNow, kWall).ok);
+    EXPECT_FALSE(load_cache(fresh, "/nonexistent/file", kPolicy, kNow, kWall).ok);
+}
+
+TEST_F(CacheFileTest, DumpDoesNotWriteThroughSymlinks) {
+    cache::Cache c(cache::CacheConfig{.budget_bytes = 1 << 20});
+    store(c, "n.example.test", 300, kNow);
+    write_file(victim(), "precious");
+    // A link planted where the temporary file goes, and one at the target itself.
+    ASSERT_EQ(symlink(victim().c_str(), (path_ + ".tmp").c_str()), 0);
+    ASSERT_EQ(symlink(victim().c_str(), path_.c_str()), 0);
+    auto dumped = dump_cache(c, path_, kNow, kWall);
+    ASSERT_TRUE(dumped.ok) << dumped.error;
+    EXPECT_EQ(read_file(victim()), "precious");
+    struct stat st {};
+    ASSERT_EQ(lstat(path_.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISREG(st.st_mode)) << "the link at the target was not replaced";
+    EXPECT_NE(lstat((path_ + ".tmp").c_str(), &st), 0) << "a temporary file was left behind";
+}
+
+TEST_F(CacheFileTest, LoadRefusesSymlinksAndFifos) {
+    cache::Cache c(cache::CacheConfig{.budget_bytes = 1 << 20});
+    store(c, "n.example.test", 300, kNow);
+    ASSERT_TRUE(dump_cache(c, path_, kNow, kWall).ok);
+    const std::string link = path_ + ".link";
+    ASSERT_EQ(symlink(path_.c_str(), link.c_str()), 0);
+    cache::Cache fresh(cache::CacheConfig{.budget_bytes = 1 << 20});
+    auto loaded = load_cache(fresh, link, kPolicy, kNow, kWall);
+    EXPECT_FALSE(loaded.ok);
+    EXPECT_NE(loaded.error.find("symbolic link"), std::string::npos) << loaded.error;
+    EXPECT_EQ(fresh.counters().entries, 0u);
+
+    // A FIFO would block a plain open() until a writer comes: it is refused at once.
+    ASSERT_EQ(mkfifo(victim().c_str(), 0600), 0);
+    loaded = load_cache(fresh, victim(), kPolicy, kNow, kWall);
+    EXPECT_FALSE(loaded.ok);
+    EXPECT_NE(loaded.error.find("not a regular file"), std::string::npos) << loaded.error;
+}
+
+TEST_F(CacheFileTest, LoadAppliesTheTtlPolicy) {
+    cache::Cache before(cache::CacheConfig{.budget_bytes = 1 << 20});
+    store(before, "long.example.test", 86400, kNow);
+    ASSERT_TRUE(dump_cache(before, path_, kNow, kWall).ok);
+
+    cache::Cache after(cache::CacheConfig{.budget_bytes = 1 << 20});
+    auto loaded =
+        load_cache(after, path_, cache::TtlPolicy{.min_ttl = 0, .max_ttl = 60}, kNow, kWall);
+    ASSERT_TRUE(loaded.ok) << loaded.error;
+    EXPECT_EQ(loaded.entries, 1u);
+    auto r = find(after, "long.example.test", kNow);
+    ASSERT_EQ(r.freshness, cache::Freshness::Fresh);
+    EXPECT_EQ(ttl_of(r, "long.example.test"), 60u);
+    // The entry's lifetime is clamped too, not only the TTL it shows.
+    EXPECT_EQ(find(after, "long.example.test", kNow + 61'000).freshness, cache::Freshness::Miss);
+
+    // min-ttl raises a short one the same way.
+    cache::Cache raised(cache::CacheConfig{.budget_bytes = 1 << 20});
+    store(before, "short.example.test", 5, kNow);
+    ASSERT_TRUE(dump_cache(before, path_, kNow, kWall).ok);
+    ASSERT_TRUE(
+        load_cache(raised, path_, cache::TtlPolicy{.min_ttl = 30, .max_ttl = 60}, kNow, kWall).ok);
+    EXPECT_EQ(ttl_of(find(raised, "short.example.test", kNow), "short.example.test"), 30u);
 }
 
 }  // namespace

@@ -1,0 +1,83 @@
+#include "control/listener.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/log.h"
+
+namespace nscache::control {
+namespace {
+
+// Connections taken per wake-up: the loop's other sockets get their turn in between.
+constexpr int kAcceptBatch = 16;
+constexpr uint64_t kRestMs = 1000;
+
+}  // namespace
+
+Listener::Listener(EventLoop& loop, int fd, std::string what, OnAccept on_accept)
+    : loop_(loop), fd_(fd), what_(std::move(what)), on_accept_(std::move(on_accept)) {
+    open_spare();
+}
+
+Listener::~Listener() {
+    loop_.cancel_timer(rest_timer_);
+    loop_.remove(registration_);
+    if (spare_fd_ >= 0) close(spare_fd_);
+}
+
+void Listener::open_spare() {
+    spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+bool Listener::start() {
+    return loop_.add(fd_, EPOLLIN, this, registration_);
+}
+
+void Listener::on_event(uint32_t) {
+    for (int i = 0; i < kAcceptBatch; ++i) {
+        sockaddr_storage peer{};
+        socklen_t length = sizeof peer;
+        const int fd =
+            accept4(fd_, reinterpret_cast<sockaddr*>(&peer), &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            on_accept_(fd, peer, length);
+            continue;
+        }
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+        if (errno == EMFILE || errno == ENFILE) {
+            out_of_descriptors();
+        } else {
+            log_warning_limited("%s: accept: %s", what_.c_str(), std::strerror(errno));
+            rest();
+        }
+        return;
+    }
+}
+
+void Listener::out_of_descriptors() {
+    log_warning_limited("%s: out of file descriptors, closing new connections", what_.c_str());
+    if (spare_fd_ >= 0) {
+        close(spare_fd_);
+        const int fd = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd >= 0) close(fd);
+        open_spare();
+        if (fd >= 0) return;
+    }
+    // No spare (another thread took the descriptor), or ENFILE with none free system-wide.
+    rest();
+}
+
+void Listener::rest() {
+    if (rest_timer_ != EventLoop::kNoTimer) return;
+    loop_.modify(registration_, 0);
+    rest_timer_ = loop_.add_timer(loop_.now_ms() + kRestMs, [this] {
+        rest_timer_ = EventLoop::kNoTimer;
+        loop_.modify(registration_, EPOLLIN);
+    });
+}
+
+}  // namespace nscache::control

@@ -1,0 +1,46 @@
+// A listening socket of the control thread (control socket or metrics endpoint) on its event
+// loop. Accepting never spins: when the process is out of descriptors (EMFILE, ENFILE), the
+// readable listener would wake a level-triggered loop on every turn, so a spare descriptor is
+// given up to accept the waiting connection and close it at once; without a spare, the
+// listener rests for a second. Either way at most one log line a second.
+// Control thread only.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <functional>
+#include <string>
+
+#include "common/event_loop.h"
+
+namespace nscache::control {
+
+class Listener final : public EventHandler {
+  public:
+    // Gets each accepted socket (non-blocking, close-on-exec) and owns it from then on.
+    using OnAccept = std::function<void(int fd, const sockaddr_storage& peer, socklen_t length)>;
+
+    // `what` names the socket in log lines ("control socket", "metrics").
+    Listener(EventLoop& loop, int fd, std::string what, OnAccept on_accept);
+    ~Listener();
+    Listener(const Listener&) = delete;
+    Listener& operator=(const Listener&) = delete;
+
+    bool start();
+    void on_event(uint32_t events) override;
+
+  private:
+    void out_of_descriptors();
+    void rest();
+    void open_spare();
+
+    EventLoop& loop_;
+    const int fd_;
+    const std::string what_;
+    OnAccept on_accept_;
+    EventLoop::Registration registration_ = EventLoop::kNoRegistration;
+    EventLoop::TimerHandle rest_timer_ = EventLoop::kNoTimer;
+    int spare_fd_ = -1;
+};
+
+}  // namespace nscache::control

@@ -1,0 +1,20 @@
+// Who may use the control socket: root, the daemon's own user, and members of control-group
+// (through their primary group or a supplementary one), read from the kernel's record of the
+// connecting process (SO_PEERCRED, SO_PEERGROUPS), never from anything the client says.
+// Any thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+
+namespace nscache::control {
+
+struct ControlAccess {
+    uid_t owner_uid = 0;
+    std::optional<gid_t> group;  // control-group, when set
+};
+
+bool peer_may_control(int fd, const ControlAccess& access);
+
+}  // namespace nscache::control

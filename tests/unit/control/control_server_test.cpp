@@ -1,0 +1,143 @@
+#include "control/control_server.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace nscache::control {
+namespace {
+
+class ControlServerTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        std::string pattern = ::testing::TempDir() + "nscache_control_XXXXXX";
+        ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+        folder_ = pattern;
+        options_.socket_path = folder_ + "/control.sock";
+        options_.state_dir = folder_;
+    }
+    void TearDown() override {
+        server_.reset();
+        for (int fd : clients_) close(fd);
+        unlink((folder_ + "/outside.dump").c_str());
+        rmdir(folder_.c_str());
+    }
+    void start() {
+        server_ = std::make_unique<ControlServer>(options_, cache_,
+                                                  StatsSources{{}, &cache_, nullptr, 0});
+        ASSERT_EQ(server_->open(geteuid()), std::nullopt);
+        server_->start();
+    }
+    // A connected client (blocking, with a receive timeout so a failing test cannot hang).
+    int connect_client() {
+        const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        std::strncpy(addr.sun_path, options_.socket_path.c_str(), sizeof addr.sun_path - 1);
+        EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+        timeval tv{10, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        clients_.push_back(fd);
+        return fd;
+    }
+    // Everything the server sends until it closes the connection.
+    static std::string read_all(int fd) {
+        std::string text;
+        char buf[4096];
+        ssize_t n;
+        while ((n = recv(fd, buf, sizeof buf, 0)) > 0) text.append(buf, static_cast<size_t>(n));
+        return text;
+    }
+    std::string request(const std::string& line) {
+        const int fd = connect_client();
+        EXPECT_EQ(send(fd, line.data(), line.size(), MSG_NOSIGNAL),
+                  static_cast<ssize_t>(line.size()));
+        return read_all(fd);
+    }
+
+    std::string folder_;
+    ControlOptions options_;
+    cache::Cache cache_{cache::CacheConfig{.budget_bytes = 1 << 20}};
+    std::unique_ptr<ControlServer> server_;
+    std::vector<int> clients_;
+};
+
+TEST_F(ControlServerTest, SlowClientsHoldNobodyUpAndAreClosedAtTheirDeadline) {
+    options_.client_deadline_ms = 300;
+    start();
+    const int slow = connect_client();
+    ASSERT_EQ(send(slow, "st", 2, MSG_NOSIGNAL), 2);  // and never the rest
+    EXPECT_EQ(request("stats\n").rfind("ok\n", 0), 0u);
+    EXPECT_EQ(read_all(slow), "") << "a client past its deadline gets no answer";
+}
+
+TEST_F(ControlServerTest, StopReturnsWhileClientsAreConnected) {
+    start();
+    for (int i = 0; i < 5; ++i) connect_client();
+    ASSERT_EQ(send(clients_[0], "sta", 3, MSG_NOSIGNAL), 3);
+    EXPECT_EQ(request("stats json\n").rfind("ok\n{", 0), 0u);
+    server_->stop();
+    for (int fd : clients_) EXPECT_EQ(read_all(fd), "");  // closed by stop()
+}
+
+TEST_F(ControlServerTest, ClientsOverTheBoundAreTurnedAway) {
+    options_.max_clients = 2;
+    start();
+    connect_client();
+    connect_client();
+    // Both are accepted before the third: the server answers requests in order of arrival,
+    // and this one is answered only after they were adopted.
+    EXPECT_EQ(request("stats\n"), "error: busy, try again\n");
+    close(clients_[0]);
+    clients_[0] = -1;
+    // The slot frees once the server sees the close: ask until it does.
+    std::string answer;
+    for (int i = 0; i < 200 && answer.rfind("ok\n", 0) != 0; ++i) {
+        answer = request("stats\n");
+        if (answer.rfind("ok\n", 0) != 0) usleep(10'000);
+    }
+    EXPECT_EQ(answer.rfind("ok\n", 0), 0u) << answer;
+}
+
+TEST_F(ControlServerTest, RequestsHaveALengthLimit) {
+    start();
+    EXPECT_EQ(request(std::string(ControlConnection::kMaxRequest + 100, 'x')),
+              "error: request too long\n");
+    EXPECT_EQ(request("no-such-command\n"), "error: unknown command 'no-such-command'\n");
+    // A request cut off by the end of the stream is still answered.
+    const int fd = connect_client();
+    ASSERT_EQ(send(fd, "flush", 5, MSG_NOSIGNAL), 5);
+    shutdown(fd, SHUT_WR);
+    EXPECT_EQ(read_all(fd), "ok\nflushed 0 entries\n");
+}
+
+TEST_F(ControlServerTest, SocketIsBornWithItsMode) {
+    start();
+    struct stat st {};
+    ASSERT_EQ(lstat(options_.socket_path.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISSOCK(st.st_mode));
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    EXPECT_EQ(st.st_uid, geteuid());
+}
+
+TEST_F(ControlServerTest, DumpAndLoadStayInTheStateFolder) {
+    start();
+    const std::string outside = ::testing::TempDir() + "nscache_control_outside.dump";
+    const std::string answer = server_->execute("dump " + outside);
+    EXPECT_EQ(answer.rfind("error: ", 0), 0u) << answer;
+    EXPECT_NE(answer.find("outside the state folder"), std::string::npos) << answer;
+    EXPECT_NE(access(outside.c_str(), F_OK), 0);
+    EXPECT_EQ(server_->execute("dump x.dump"), "ok\ndumped 0 entries to " + folder_ + "/x.dump\n");
+    EXPECT_EQ(server_->execute("load x.dump"),
+              "ok\nloaded 0 entries from " + folder_ + "/x.dump\n");
+    unlink((folder_ + "/x.dump").c_str());
+}
+
+}  // namespace
+}  // namespace nscache::control
