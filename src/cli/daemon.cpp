@@ -1,8 +1,12 @@
 #include "cli/daemon.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -89,6 +93,22 @@ void warn_about_memory_bound(const Config& config) {
             config.cache_size, static_cast<unsigned long long>(needed),
             static_cast<unsigned long long>(*max));
     }
+}
+
+// Creates the state folder if missing and hands it to the daemon's user, through a descriptor
+// of the folder itself (never a path that could lead elsewhere).
+void give_state_dir(const std::string& state_dir, const UserIds& user) {
+    if (state_dir.empty()) return;
+    if (mkdir(state_dir.c_str(), 0750) != 0 && errno != EEXIST) {
+        log_warning("cannot create state-dir %s: %s", state_dir.c_str(), std::strerror(errno));
+        return;
+    }
+    const int fd = open(state_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || fchown(fd, user.uid, user.gid) != 0) {
+        log_warning("cannot give state-dir %s to the daemon's user: %s", state_dir.c_str(),
+                    std::strerror(errno));
+    }
+    if (fd >= 0) close(fd);
 }
 
 }  // namespace
@@ -200,7 +220,9 @@ int run_daemon(const Config& config) {
     if (user) {
         // The runtime folder stays root's: every socket in it is bound by now, and a folder
         // the daemon's user could write would let that user plant links for the next start
-        // (which runs as root) to follow.
+        // (which runs as root) to follow. The state folder is the user's: dumps and the cache
+        // file are written there after the switch (and read with O_NOFOLLOW before it).
+        give_state_dir(config.state_dir, *user);
         if (auto error = drop_privileges(config.user, *user)) {
             log_error("%s", error->c_str());
             sockets.close_all();

@@ -181,3 +181,30 @@ def test_too_many_upstreams_is_a_config_error(nscache, tmp_path):
     conf.write_text(f"upstream = [{upstreams}]\n")
     r = subprocess.run([nscache, "check-config", str(conf)], capture_output=True, text=True, timeout=10)
     assert r.returncode == 2 and "at most 64 upstreams" in r.stderr, r.stderr
+
+
+def test_switching_user_hands_over_the_state_dir_only(daemon, nsd, nscache):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to switch users")
+    import pwd
+    import shutil
+    import tempfile
+    nobody = pwd.getpwnam("nobody")
+    base = tempfile.mkdtemp(dir="/tmp")
+    try:
+        os.chmod(base, 0o755)
+        state = os.path.join(base, "state")
+        d = daemon(nsd.addr, config=f'user = "nobody"\nstate-dir = "{state}"\n')
+        assert "running as user nobody" in d.stderr_text()
+        st = os.stat(state)
+        assert (st.st_uid, st.st_gid) == (nobody.pw_uid, nobody.pw_gid)
+        # The runtime folder (here the test's) and the sockets in it stay root's.
+        assert os.stat(d.workdir / "nss.sock").st_uid == 0
+        assert os.stat(d.control).st_uid in (0, nobody.pw_uid)
+        assert a_addrs(udp(d.port, f"www.{ZONE}")) == ["192.0.2.1"]
+        r = subprocess.run([nscache, "dump", "--control", d.control, "snap"], capture_output=True,
+                           text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        assert os.stat(os.path.join(state, "snap")).st_uid == nobody.pw_uid
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -71,10 +71,13 @@ def test_install_and_uninstall(stage):
                                                      "gethostbyname_r", "gethostbyaddr2_r", "gethostbyaddr_r")}
 
     unit = (stage / "usr/local/lib/systemd/system/nscache.service").read_text()
-    assert "ExecStart=/usr/local/bin/nscache serve" in unit
-    for line in ("Restart=on-failure", "RuntimeDirectory=nscache", "NoNewPrivileges=yes",
-                 "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes", "User=nscache"):
+    # Started as root so the NSS socket's listener is root's (the module trusts no other),
+    # then the daemon itself switches to the nscache user.
+    for line in ("ExecStart=/usr/local/bin/nscache serve --user nscache", "Restart=on-failure",
+                 "RuntimeDirectory=nscache", "NoNewPrivileges=yes", "ProtectSystem=strict",
+                 "ProtectHome=yes", "PrivateTmp=yes", "Type=notify"):
         assert line in unit.splitlines(), line
+    assert not any(l.startswith("User=") for l in unit.splitlines())
     assert "u nscache" in (stage / "usr/local/lib/sysusers.d/nscache.conf").read_text()
 
     # An existing config is never overwritten, and uninstall keeps an edited one.
