@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "dns/ede.h"
 #include "dns/name.h"
 #include "dns/response.h"
 #include "dns/wire.h"
@@ -18,7 +19,9 @@ namespace nscache::control {
 namespace {
 
 constexpr char kMagic[8] = {'N', 'S', 'C', 'A', 'C', 'H', 'E', '\0'};
-constexpr uint32_t kVersion = 1;
+// Version 2 adds each entry's Extended DNS Error options; version 1 files still load.
+constexpr uint32_t kVersion = 2;
+constexpr uint32_t kOldestVersion = 1;
 constexpr char kTrailerMagic[4] = {'E', 'N', 'D', '\0'};
 constexpr size_t kHeaderBytes = 8 + 4 + 4;
 constexpr size_t kTrailerBytes = 4 + 8 + 8;
@@ -112,6 +115,9 @@ void write_entry(Writer& w, const cache::EntrySnapshot& e, uint64_t now_ms, uint
     w.raw(a.records.data(), a.records.size());
     w.u16(static_cast<uint16_t>(a.ttl_offsets.size()));
     for (uint16_t off : a.ttl_offsets) w.u16(off);
+    const size_t ede = a.ede.size() <= cache::kMaxEdeBytes ? a.ede.size() : 0;
+    w.u8(static_cast<uint8_t>(ede));
+    w.raw(a.ede.data(), ede);
 }
 
 // An entry read back, checked by parsing it as the DNS message it was cut from.
@@ -120,7 +126,7 @@ struct LoadedEntry {
     uint64_t born_wall_ms = 0;
 };
 
-bool read_entry(Reader& r, const cache::TtlPolicy& policy, LoadedEntry& out) {
+bool read_entry(Reader& r, uint32_t version, const cache::TtlPolicy& policy, LoadedEntry& out) {
     cache::EntrySnapshot& e = out.snapshot;
     cache::PreparedAnswer& a = e.answer;
     const uint8_t name_len = r.u8();
@@ -148,6 +154,15 @@ bool read_entry(Reader& r, const cache::TtlPolicy& policy, LoadedEntry& out) {
     a.records.assign(records, records + records_len);
     a.ttl_offsets.resize(ttl_count);
     for (auto& off : a.ttl_offsets) off = r.u16();
+    if (version >= 2) {
+        const uint8_t ede_len = r.u8();
+        const uint8_t* ede = r.take(ede_len);
+        if (!r.ok()) return false;
+        a.ede.assign(ede, ede + ede_len);
+        // Well-formed EDE options and nothing else, as prepare_answer keeps them.
+        std::vector<uint8_t> checked;
+        if (!dns::copy_ede_options(dns::Bytes(a.ede), checked) || checked != a.ede) return false;
+    }
     if (!r.ok()) return false;
 
     // Rebuild the message and let the response scanner judge it.
@@ -181,6 +196,7 @@ bool read_entry(Reader& r, const cache::TtlPolicy& policy, LoadedEntry& out) {
     auto prepared = cache::prepare_answer(dns::Bytes(msg), scan, policy);
     if (!prepared || prepared->kind != a.kind) return false;
     if (a.kind == cache::AnswerKind::ServFail) prepared->ttl = std::min(prepared->ttl, a.ttl);
+    prepared->ede = std::move(a.ede);  // the rebuilt message has no OPT to carry them
     a = std::move(*prepared);
     return true;
 }
@@ -308,8 +324,9 @@ CacheFileResult load_cache_bytes(cache::Cache& cache, const uint8_t* data, size_
         result.error = "not an nscache cache file";
         return result;
     }
-    if (dns::read_u32(data + 8) != kVersion) {
-        result.error = "unsupported cache file version " + std::to_string(dns::read_u32(data + 8));
+    const uint32_t version = dns::read_u32(data + 8);
+    if (version < kOldestVersion || version > kVersion) {
+        result.error = "unsupported cache file version " + std::to_string(version);
         return result;
     }
     const uint8_t* trailer = data + size - kTrailerBytes;
@@ -326,7 +343,7 @@ CacheFileResult load_cache_bytes(cache::Cache& cache, const uint8_t* data, size_
     Reader r(data + kHeaderBytes, size - kHeaderBytes - kTrailerBytes);
     while (!r.at_end()) {
         LoadedEntry e;
-        if (!read_entry(r, policy, e)) {
+        if (!read_entry(r, version, policy, e)) {
             result.error = "corrupt entry " + std::to_string(entries.size() + 1);
             return result;
         }

@@ -169,3 +169,29 @@ TEST_F(CacheFileTest, LoadAppliesTheTtlPolicy) {
 
 }  // namespace
 }  // namespace nscache::control
+
+namespace nscache::control {
+namespace {
+
+// An upstream's Extended DNS Errors are part of its cached answer, across a restart too.
+TEST_F(CacheFileTest, ExtendedErrorsSurviveDumpAndLoad) {
+    cache::Cache before(cache::CacheConfig{.budget_bytes = 1 << 20});
+    auto answer = *prepare(positive_answer("ede.example.test", {300}), cache::TtlPolicy{});
+    answer.ede = {0, 15, 0, 2, 0, 6};
+    ClientQuery q("ede.example.test", dns::rtype::A);
+    before.insert(cache::CacheKey{q.lower.view(), dns::rtype::A, 1, 0}, answer, kNow);
+    ASSERT_TRUE(dump_cache(before, path_, kNow, kWall).ok);
+    cache::Cache after(cache::CacheConfig{.budget_bytes = 1 << 20});
+    ASSERT_TRUE(load_cache(after, path_, kPolicy, kNow, kWall).ok);
+    std::vector<cache::EntrySnapshot> entries;
+    for (size_t shard = 0; shard < after.shard_count(); ++shard) {
+        for (size_t slice = 0; slice < after.slices_per_shard(); ++slice) {
+            after.snapshot_slice(shard, slice, kNow, entries);
+        }
+    }
+    ASSERT_EQ(entries.size(), 1u);
+    EXPECT_EQ(entries[0].answer.ede, answer.ede);
+}
+
+}  // namespace
+}  // namespace nscache::control
