@@ -74,8 +74,8 @@ bool Resolver::start(const Question& question, std::string key) {
         bump(counters_.overload_servfail);
         return false;
     }
-    auto query =
-        std::make_unique<UpstreamQuery>(*this, loop_, shared_, counters_, question, std::move(key));
+    auto query = std::make_unique<UpstreamQuery>(*this, loop_, shared_, shared_.upstreams,
+                                                 counters_, question, std::move(key));
     UpstreamQuery* raw = query.get();
     queries_.emplace(raw, std::move(query));
     raw->start();  // never finishes synchronously: failures wait for a timer

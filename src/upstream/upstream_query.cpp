@@ -46,10 +46,12 @@ thread_local dns::ScannedResponse tls_scan;
 }  // namespace
 
 UpstreamQuery::UpstreamQuery(Resolver& owner, EventLoop& loop, ResolverShared& shared,
-                             WorkerCounters& counters, const Question& question, std::string key)
+                             UpstreamSet& upstreams, WorkerCounters& counters,
+                             const Question& question, std::string key)
     : owner_(owner),
       loop_(loop),
       shared_(shared),
+      upstreams_(upstreams),
       counters_(counters),
       question_(question),
       key_(std::move(key)) {}
@@ -90,8 +92,7 @@ void UpstreamQuery::close_attempts(int answered_by) {
     for (auto& attempt : udp_) {
         if (attempt->fd >= 0 && attempt->upstream != answered_by) {
             bump(counters_.upstream_timeouts);
-            shared_.upstreams.record_timeout(static_cast<size_t>(attempt->upstream),
-                                             loop_.now_ms());
+            upstreams_.record_timeout(static_cast<size_t>(attempt->upstream), loop_.now_ms());
         }
         close_attempt(*attempt);
     }
@@ -100,7 +101,7 @@ void UpstreamQuery::close_attempts(int answered_by) {
 
 uint64_t UpstreamQuery::unresponsive_mask() const {
     uint64_t mask = 0;
-    for (size_t i = 0; i < shared_.upstreams.size() && i < 64; ++i) {
+    for (size_t i = 0; i < upstreams_.size() && i < 64; ++i) {
         if (udp_sent_[i] >= kMaxTriesPerServer) mask |= uint64_t{1} << i;
     }
     return mask;
@@ -112,7 +113,7 @@ void UpstreamQuery::next_attempt() {
         return;
     }
     const uint64_t unresponsive = unresponsive_mask();
-    int upstream = shared_.upstreams.choose(tried_ | unresponsive, loop_.now_ms());
+    int upstream = upstreams_.choose(tried_ | unresponsive, loop_.now_ms());
     if (upstream < 0) {
         // Every upstream was tried in this round. An error answer is as good as it gets;
         // after timeouts only, another round among those not yet unresponsive.
@@ -121,7 +122,7 @@ void UpstreamQuery::next_attempt() {
             return;
         }
         tried_ = 0;
-        upstream = shared_.upstreams.choose(unresponsive, loop_.now_ms());
+        upstream = upstreams_.choose(unresponsive, loop_.now_ms());
         if (upstream < 0) {  // none left to ask: late answers or the deadline end it
             arm_timer(deadline_ms_);
             return;
@@ -140,18 +141,18 @@ void UpstreamQuery::next_attempt() {
         UdpAttempt& oldest = *udp_.front();
         if (oldest.fd >= 0) {
             bump(counters_.upstream_timeouts);
-            shared_.upstreams.record_timeout(static_cast<size_t>(oldest.upstream), loop_.now_ms());
+            upstreams_.record_timeout(static_cast<size_t>(oldest.upstream), loop_.now_ms());
         }
         close_attempt(oldest);
         udp_.erase(udp_.begin());
     }
     udp_.push_back(std::move(attempt));
-    const uint64_t base = shared_.upstreams.attempt_timeout_ms(static_cast<size_t>(upstream));
+    const uint64_t base = upstreams_.attempt_timeout_ms(static_cast<size_t>(upstream));
     arm_timer(std::min(base << std::min(attempts_ - 1, 4), kMaxAttemptWaitMs));
 }
 
 std::unique_ptr<UpstreamQuery::UdpAttempt> UpstreamQuery::send_udp(int upstream) {
-    UpstreamServer& server = shared_.upstreams.at(static_cast<size_t>(upstream));
+    UpstreamServer& server = upstreams_.at(static_cast<size_t>(upstream));
     auto attempt = std::make_unique<UdpAttempt>();
     attempt->query = this;
     attempt->upstream = upstream;
@@ -181,7 +182,7 @@ std::unique_ptr<UpstreamQuery::UdpAttempt> UpstreamQuery::send_udp(int upstream)
 }
 
 void UpstreamQuery::on_udp_readable(UdpAttempt& attempt) {
-    const SocketAddress& want = shared_.upstreams.at(static_cast<size_t>(attempt.upstream)).address;
+    const SocketAddress& want = upstreams_.at(static_cast<size_t>(attempt.upstream)).address;
     for (int i = 0; i < kMaxReadsPerEvent; ++i) {
         sockaddr_storage from{};
         socklen_t from_len = sizeof from;
@@ -221,7 +222,7 @@ void UpstreamQuery::start_tcp(int upstream) {
     }
     ++tcp_sent_[upstream];
     bump(counters_.upstream_tcp_retries);
-    const SocketAddress& to = shared_.upstreams.at(static_cast<size_t>(upstream)).address;
+    const SocketAddress& to = upstreams_.at(static_cast<size_t>(upstream)).address;
     tcp_upstream_ = upstream;
     tcp_fd_ = socket(to.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (tcp_fd_ < 0 || !loop_.add(tcp_fd_, EPOLLOUT, this, tcp_registration_) ||
@@ -234,7 +235,7 @@ void UpstreamQuery::start_tcp(int upstream) {
     }
     tcp_state_ = TcpState::Connecting;
     // A connection and an exchange: two round trips.
-    arm_timer(2 * shared_.upstreams.attempt_timeout_ms(static_cast<size_t>(upstream)));
+    arm_timer(2 * upstreams_.attempt_timeout_ms(static_cast<size_t>(upstream)));
 }
 
 void UpstreamQuery::on_event(uint32_t events) {
@@ -267,7 +268,7 @@ void UpstreamQuery::on_tcp_event(uint32_t events) {
             return;
         }
         bump(counters_.upstream_queries);
-        shared_.upstreams.at(static_cast<size_t>(tcp_upstream_))
+        upstreams_.at(static_cast<size_t>(tcp_upstream_))
             .queries.fetch_add(1, std::memory_order_relaxed);
         tcp_state_ = TcpState::Reading;
         tcp_buffer_.assign(2, 0);
@@ -317,8 +318,8 @@ void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, uint64_t sent_at_us,
         return;
     }
     if (!over_tcp) {
-        shared_.upstreams.record_answer(server, static_cast<uint32_t>(monotonic_us() - sent_at_us),
-                                        loop_.now_ms());
+        upstreams_.record_answer(server, static_cast<uint32_t>(monotonic_us() - sent_at_us),
+                                 loop_.now_ms());
     }
     if (tls_scan.header.has(dns::flag::TC) && !over_tcp) {
         start_tcp(upstream);

@@ -20,6 +20,7 @@
 #include "dns/wire.h"
 #include "upstream/failure_cache.h"
 #include "upstream/question.h"
+#include "upstream/upstream_set.h"
 
 namespace nscache::upstream {
 
@@ -31,7 +32,8 @@ class UpstreamQuery final : public EventHandler {
     // RFC 9520 §3.1: a first try and two retries per server address and transport.
     static constexpr uint8_t kMaxTriesPerServer = 3;
 
-    UpstreamQuery(Resolver& owner, EventLoop& loop, ResolverShared& shared,
+    // `upstreams` are the servers this question goes to (the set its forwarding rule names).
+    UpstreamQuery(Resolver& owner, EventLoop& loop, ResolverShared& shared, UpstreamSet& upstreams,
                   WorkerCounters& counters, const Question& question, std::string key);
     ~UpstreamQuery();
 
@@ -77,6 +79,7 @@ class UpstreamQuery final : public EventHandler {
     Resolver& owner_;
     EventLoop& loop_;
     ResolverShared& shared_;
+    UpstreamSet& upstreams_;
     WorkerCounters& counters_;
     const Question question_;
     const std::string key_;
