@@ -49,9 +49,10 @@ StatsSnapshot collect_stats(const StatsSources& sources, uint64_t now_ms) {
     s.hit_ratio =
         lookups == 0 ? 0.0 : static_cast<double>(s.cache_hits) / static_cast<double>(lookups);
     s.uptime_s = (now_ms - sources.started_ms) / 1000;
-    if (sources.upstreams != nullptr) {
-        for (size_t i = 0; i < sources.upstreams->size(); ++i) {
-            const auto& u = sources.upstreams->at(i);
+    const auto routing = sources.routing ? sources.routing() : nullptr;
+    if (routing) {
+        for (const auto& server : routing->servers()) {
+            const auto& u = *server;
             s.upstreams.push_back(UpstreamStats{u.address.to_string(),
                                                 u.srtt_us.load(std::memory_order_relaxed) / 1000.0,
                                                 u.queries.load(std::memory_order_relaxed),

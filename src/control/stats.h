@@ -8,9 +8,12 @@
 #include <string>
 #include <vector>
 
+#include <functional>
+#include <memory>
 #include "cache/cache.h"
 #include "common/counters.h"
-#include "upstream/upstream_set.h"
+
+#include "upstream/routing.h"
 
 namespace nscache::control {
 
@@ -36,7 +39,8 @@ struct StatsSnapshot {
 struct StatsSources {
     std::span<const WorkerCounters> workers;
     const cache::Cache* cache = nullptr;
-    const upstream::UpstreamSet* upstreams = nullptr;
+    // The routing in force now (it changes with reloads): its upstream servers.
+    std::function<std::shared_ptr<const upstream::Routing>()> routing;
     uint64_t started_ms = 0;
 };
 

@@ -48,7 +48,7 @@ bool TcpConnection::register_with_loop() {
 
 void TcpConnection::reschedule() {
     if (closed_) return;
-    const TcpLimits& limits = shared_.limits;
+    const TcpLimits& limits = owner_.limits();
     const uint64_t now = loop_.now_ms();
     uint64_t at = UINT64_MAX;
     if (partial_since_ms_ != 0) at = std::min(at, partial_since_ms_ + limits.read_timeout_ms);
@@ -71,7 +71,7 @@ void TcpConnection::reschedule() {
 }
 
 void TcpConnection::on_timer() {
-    const TcpLimits& limits = shared_.limits;
+    const TcpLimits& limits = owner_.limits();
     const uint64_t now = loop_.now_ms();
     const bool query_too_slow =
         partial_since_ms_ != 0 && now >= partial_since_ms_ + limits.read_timeout_ms;
@@ -254,13 +254,12 @@ TcpConnections::TcpConnections(EventLoop& loop, QueryPipeline& pipeline, TcpShar
 
 bool TcpConnections::adopt(int fd, const sockaddr_storage& peer, socklen_t peer_len) {
     const auto* peer_sa = reinterpret_cast<const sockaddr*>(&peer);
-    if (shared_.connections.fetch_add(1, std::memory_order_relaxed) >=
-        shared_.limits.max_connections) {
+    if (shared_.connections.fetch_add(1, std::memory_order_relaxed) >= limits_.max_connections) {
         shared_.connections.fetch_sub(1, std::memory_order_relaxed);
         close(fd);
         return false;
     }
-    if (!shared_.per_client.acquire(peer_sa, shared_.limits.max_per_client)) {
+    if (!shared_.per_client.acquire(peer_sa, limits_.max_per_client)) {
         shared_.connections.fetch_sub(1, std::memory_order_relaxed);
         close(fd);
         return false;

@@ -101,12 +101,16 @@ class TcpConnections {
     void release(uint64_t id);
     void close_all();
     TcpShared& shared() { return shared_; }
+    // This worker's limits (from its settings: a reload changes them).
+    const TcpLimits& limits() const { return limits_; }
+    void set_limits(const TcpLimits& limits) { limits_ = limits; }
     size_t size() const { return connections_.size(); }
 
   private:
     EventLoop& loop_;
     QueryPipeline& pipeline_;
     TcpShared& shared_;
+    TcpLimits limits_;
     SlotTable<std::unique_ptr<TcpConnection>> connections_;
     std::vector<std::unique_ptr<TcpConnection>> graveyard_;
 };

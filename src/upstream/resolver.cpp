@@ -1,5 +1,8 @@
 #include "upstream/resolver.h"
 
+#include <algorithm>
+
+#include "upstream/local_answer.h"
 #include "upstream/probe.h"
 #include "upstream/upstream_query.h"
 
@@ -11,16 +14,59 @@ constexpr uint64_t kProbeIntervalMs = 1000;
 }  // namespace
 
 Resolver::Resolver(uint32_t worker, EventLoop& loop, ResolverShared& shared, CompletionSink& sink,
-                   WorkerCounters& counters)
-    : worker_(worker), loop_(loop), shared_(shared), sink_(sink), counters_(counters) {
+                   WorkerCounters& counters, std::shared_ptr<const Routing> routing)
+    : worker_(worker),
+      loop_(loop),
+      shared_(shared),
+      sink_(sink),
+      counters_(counters),
+      routing_(std::move(routing)),
+      options_(shared.options) {
     // One worker probes upstreams marked down, so each gets one probe a second, not N.
     if (worker_ == 0) {
-        for (size_t i = 0; i < shared_.upstreams.size(); ++i) {
-            probes_.push_back(std::make_unique<UpstreamProbe>(loop_, shared_.upstreams, i,
-                                                              shared_.options.edns_buffer_size));
-        }
+        rebuild_probes();
         schedule_probes();
     }
+}
+
+void Resolver::apply(std::shared_ptr<const Routing> routing, const ResolverOptions& options) {
+    routing_ = std::move(routing);
+    options_ = options;
+    if (worker_ == 0) rebuild_probes();
+}
+
+// One probe per distinct server, however many rules name it.
+void Resolver::rebuild_probes() {
+    probes_.clear();
+    std::vector<const UpstreamServer*> seen;
+    for (const ForwardRule& rule : routing_->rules()) {
+        for (size_t i = 0; i < rule.upstreams->size(); ++i) {
+            const UpstreamServer* server = &rule.upstreams->at(i);
+            if (std::find(seen.begin(), seen.end(), server) != seen.end()) continue;
+            seen.push_back(server);
+            probes_.push_back(std::make_unique<UpstreamProbe>(loop_, *rule.upstreams, i,
+                                                              options_.edns_buffer_size));
+        }
+    }
+}
+
+bool Resolver::all_upstreams_down(const Question& question) const {
+    const Route route = routing_->route(question.name.view());
+    return route.kind == RouteKind::Forward && route.rule->upstreams->all_down();
+}
+
+bool Resolver::answer_locally(const Question& question, uint64_t cookie) {
+    cache::PreparedAnswer answer;
+    if (question.qclass == kClassChaos) {
+        answer = chaos_answer(question, options_.chaos_version, options_.chaos_id);
+    } else {
+        const Route route = routing_->route(question.name.view());
+        if (route.kind == RouteKind::Forward) return false;
+        answer = local_answer(*routing_, route, question, options_.local_ttl_s);
+    }
+    shared_.queues[worker_]->push(
+        cookie, ResolveOutcome{std::make_shared<const cache::PreparedAnswer>(std::move(answer))});
+    return true;
 }
 
 Resolver::~Resolver() {
@@ -30,14 +76,13 @@ Resolver::~Resolver() {
 void Resolver::schedule_probes() {
     probe_timer_ = loop_.add_timer(loop_.now_ms() + kProbeIntervalMs, [this] {
         probe_timer_ = EventLoop::kNoTimer;
-        for (size_t i = 0; i < probes_.size(); ++i) {
-            if (shared_.upstreams.at(i).down.load(std::memory_order_relaxed)) probes_[i]->send();
-        }
+        for (auto& probe : probes_) probe->send_if_down();
         schedule_probes();
     });
 }
 
 bool Resolver::resolve(const Question& question, uint64_t cookie) {
+    if (answer_locally(question, cookie)) return true;
     std::string key = question.key();
     const Waiter waiter{worker_, cookie};
     switch (shared_.inflight.join(key, &waiter)) {
@@ -47,7 +92,7 @@ bool Resolver::resolve(const Question& question, uint64_t cookie) {
             bump(counters_.coalesced);
             return true;
         case JoinResult::Leader:
-            if (start(question, key)) return true;
+            if (start(question, key, *routing_->route(question.name.view()).rule)) return true;
             fail_waiters(key, &waiter);
             return false;
     }
@@ -56,7 +101,10 @@ bool Resolver::resolve(const Question& question, uint64_t cookie) {
 
 void Resolver::refresh(const Question& question) {
     std::string key = question.key();
-    if (shared_.inflight.join(key, nullptr) == JoinResult::Leader && !start(question, key)) {
+    const Route route = routing_->route(question.name.view());
+    if (route.kind != RouteKind::Forward || question.qclass == kClassChaos) return;
+    if (shared_.inflight.join(key, nullptr) == JoinResult::Leader &&
+        !start(question, key, *route.rule)) {
         fail_waiters(key, nullptr);
     }
 }
@@ -69,13 +117,15 @@ void Resolver::leave(const Question& question, uint64_t cookie) {
     shared_.inflight.leave(question.key(), Waiter{worker_, cookie});
 }
 
-bool Resolver::start(const Question& question, std::string key) {
-    if (queries_.size() >= shared_.options.max_outstanding) {
+bool Resolver::start(const Question& question, std::string key, const ForwardRule& rule) {
+    if (queries_.size() >= options_.max_outstanding) {
         bump(counters_.overload_servfail);
         return false;
     }
-    auto query = std::make_unique<UpstreamQuery>(*this, loop_, shared_, shared_.upstreams,
-                                                 counters_, question, std::move(key));
+    auto query = std::make_unique<UpstreamQuery>(*this, loop_, shared_, *rule.upstreams, counters_,
+                                                 question, std::move(key));
+    // The query keeps the routing its set belongs to alive across a reload.
+    query->keep_alive(routing_, rule.cache);
     UpstreamQuery* raw = query.get();
     queries_.emplace(raw, std::move(query));
     raw->start();  // never finishes synchronously: failures wait for a timer
@@ -94,7 +144,7 @@ void Resolver::fail_waiters(const std::string& key, const Waiter* except) {
 void Resolver::finished(UpstreamQuery* query, std::shared_ptr<const cache::PreparedAnswer> answer) {
     // Into the cache before the waiters are taken: a query arriving in between finds the
     // cache entry, one arriving before joined the waiters. None goes upstream again.
-    if (answer && answer->ttl > 0) {
+    if (answer && answer->ttl > 0 && query->cacheable()) {
         shared_.cache.insert(query->question().cache_key(), *answer, loop_.now_ms());
     }
     const FailureReason reason = query->failure_reason();

@@ -63,7 +63,7 @@ UpstreamQuery::~UpstreamQuery() {
 }
 
 void UpstreamQuery::start() {
-    deadline_ms_ = loop_.now_ms() + shared_.options.query_timeout_ms;
+    deadline_ms_ = loop_.now_ms() + owner_.options().query_timeout_ms;
     next_attempt();
 }
 
@@ -165,7 +165,7 @@ std::unique_ptr<UpstreamQuery::UdpAttempt> UpstreamQuery::send_udp(int upstream)
     attempt->id = secure_random_u16();
     uint8_t wire[dns::kMaxUpstreamQuery];
     const size_t n = dns::write_upstream_query(question_.wire(), attempt->id,
-                                               shared_.options.edns_buffer_size, wire);
+                                               owner_.options().edns_buffer_size, wire);
     // An unconnected socket: the kernel binds it to a random ephemeral port on this first
     // send, and we see (and count) datagrams from any source instead of the kernel hiding them.
     const ssize_t sent =
@@ -259,7 +259,7 @@ void UpstreamQuery::on_tcp_event(uint32_t events) {
         tcp_id_ = secure_random_u16();
         uint8_t wire[2 + dns::kMaxUpstreamQuery];
         const size_t n =
-            dns::write_upstream_query(question_.wire(), tcp_id_, shared_.options.edns_buffer_size,
+            dns::write_upstream_query(question_.wire(), tcp_id_, owner_.options().edns_buffer_size,
                                       std::span<uint8_t>(wire + 2, sizeof wire - 2));
         dns::write_u16(wire, static_cast<uint16_t>(n));
         // A fresh connection's send buffer takes a few hundred bytes whole.
@@ -325,7 +325,7 @@ void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, uint64_t sent_at_us,
         start_tcp(upstream);
         return;
     }
-    auto prepared = cache::prepare_answer(msg, tls_scan, shared_.options.ttl);
+    auto prepared = cache::prepare_answer(msg, tls_scan, owner_.options().ttl);
     if (!prepared) {
         bump(counters_.upstream_errors);
         next_attempt();

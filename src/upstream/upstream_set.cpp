@@ -14,7 +14,7 @@ constexpr uint32_t kMaxAttemptTimeoutMs = 1000;
 }  // namespace
 
 UpstreamSet::UpstreamSet(const std::vector<SocketAddress>& addresses) {
-    for (const auto& a : addresses) servers_.push_back(std::make_unique<UpstreamServer>(a));
+    for (const auto& a : addresses) servers_.push_back(std::make_shared<UpstreamServer>(a));
 }
 
 int UpstreamSet::choose(uint64_t tried, uint64_t now_ms) const {

@@ -35,10 +35,15 @@ struct UpstreamServer {
 class UpstreamSet {
   public:
     explicit UpstreamSet(const std::vector<SocketAddress>& addresses);
+    // A set of servers that may also belong to other sets (or to the set a reload replaced):
+    // their health goes with them.
+    explicit UpstreamSet(std::vector<std::shared_ptr<UpstreamServer>> servers)
+        : servers_(std::move(servers)) {}
 
     size_t size() const { return servers_.size(); }
     UpstreamServer& at(size_t i) { return *servers_[i]; }
     const UpstreamServer& at(size_t i) const { return *servers_[i]; }
+    const std::shared_ptr<UpstreamServer>& shared(size_t i) const { return servers_[i]; }
 
     // The index to try next, skipping those whose bit is set in `tried`: healthy ones before
     // those marked down, the lowest smoothed RTT first. -1 when all were tried.
@@ -55,7 +60,7 @@ class UpstreamSet {
     void record_timeout(size_t i, uint64_t now_ms);
 
   private:
-    std::vector<std::unique_ptr<UpstreamServer>> servers_;
+    std::vector<std::shared_ptr<UpstreamServer>> servers_;
 };
 
 }  // namespace nscache::upstream

@@ -307,7 +307,8 @@ def daemon(nscache, tmp_path):
         if isinstance(upstreams, str):
             upstreams = [upstreams]
         cfg_text = config.read_text() if isinstance(config, Path) else (config or "")
-        assert upstreams or re.search(r"(?m)^upstream\s*=\s*\[\s*\S", cfg_text), \
+        # Explicit upstreams, or a resolv-file the test wrote itself (never the host's).
+        assert upstreams or re.search(r"(?m)^(upstream\s*=\s*\[\s*\S|resolv-file\s*=)", cfg_text), \
             "tests must always give the daemon explicit upstreams (flags or config)"
         if not listen:
             assert re.search(r"(?m)^listen\s*=", cfg_text), "no --listen and no listen in the config"

@@ -18,6 +18,7 @@
 #include "config/config.h"
 #include "server/query_pipeline.h"
 #include "server/server_shared.h"
+#include "server/settings.h"
 #include "server/tcp_connection.h"
 #include "upstream/forwarder.h"
 #include "upstream/upstream_set.h"
@@ -46,7 +47,7 @@ struct FakeForwarder final : upstream::Forwarder {
     }
     void refresh(const upstream::Question&) override {}
     void leave(const upstream::Question&, uint64_t cookie) override { left.push_back(cookie); }
-    bool all_upstreams_down() const override { return false; }
+    bool all_upstreams_down(const upstream::Question&) const override { return false; }
     bool failing(const upstream::Question&, upstream::FailureReason*) override { return false; }
 };
 
@@ -70,12 +71,12 @@ struct ServerHarness final : ReplySender {
     explicit ServerHarness(Config c = test_config(), TcpLimits limits = {})
         : config(std::move(c)),
           cache(cache::CacheConfig{.budget_bytes = size_t{4} << 20}),
-          upstreams({}),
-          resolver_shared{{}, cache, upstreams, {}, {}},
-          shared{config, cache, resolver_shared, AccessList(config.allow), nullptr, {}},
-          pipeline(shared, loop, forwarder, counters, *this),
+          settings(make_settings(config, nullptr, 4096)),
+          resolver_shared{{}, cache, {}, {}},
+          shared{config, cache, resolver_shared, {}},
+          pipeline(shared, loop, forwarder, counters, *this, *settings),
           tcp(loop, pipeline, shared.tcp) {
-        shared.tcp.limits = limits;
+        tcp.set_limits(limits);
     }
     ~ServerHarness() { tcp.close_all(); }
 
@@ -110,7 +111,7 @@ struct ServerHarness final : ReplySender {
 
     Config config;
     cache::Cache cache;
-    upstream::UpstreamSet upstreams;
+    SettingsPtr settings;
     upstream::ResolverShared resolver_shared;
     ServerShared shared;
     EventLoop loop;
