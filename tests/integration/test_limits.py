@@ -13,7 +13,7 @@ import dns.message
 import dns.rcode
 import pytest
 
-from harness import ZONE
+from harness import ZONE, skip_if_sanitized
 from dnshelpers import a_addrs, make_query, rcode_of, tcp_raw_exchange, udp, udp_raw, wait_until
 
 
@@ -63,6 +63,7 @@ def test_tcp_misses_over_the_inflight_cap_get_servfail_and_nothing_breaks(daemon
 
 
 def test_out_of_descriptors_does_not_spin_and_recovers(daemon, nsd):
+    skip_if_sanitized()
     d = daemon(nsd.addr, threads=None, wrapper=["prlimit", "--nofile=160:160", "--"],
                config="max-tcp-connections = 1000\n" 'tcp-idle-timeout = "60s"\n',
                extra_args=["--threads", "1"])
