@@ -199,7 +199,7 @@ int run_daemon(const Config& config) {
     control::ControlServer control_server(
         control_options, cache,
         control::StatsSources{std::span<const WorkerCounters>(counters.get(), workers + 1), &cache,
-                              &upstreams, started_ms});
+                              control::single_upstream_group(upstreams), started_ms});
     if (auto error = control_server.open(user ? user->uid : geteuid())) {
         log_error("%s", error->c_str());
         sockets.close_all();
@@ -215,6 +215,8 @@ int run_daemon(const Config& config) {
         } else {
             log_warning("cache file skipped, starting empty: %s", loaded.error.c_str());
         }
+    } else if (!config.cache_file.empty()) {
+        log_info("no cache file %s yet: starting empty", config.cache_file.c_str());
     }
 
     if (user) {

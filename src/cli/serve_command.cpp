@@ -9,6 +9,7 @@
 #include "cli/flag_parser.h"
 #include "common/log.h"
 #include "config/config.h"
+#include "config/config_log.h"
 
 namespace nscache {
 namespace {
@@ -42,7 +43,7 @@ int serve_command(const Args& args) {
     if (!config_given && access(kDefaultConfig, F_OK) == 0) config_path = kDefaultConfig;
     if (!config_path.empty()) {
         if (auto error = load_config_file(config_path, config)) {
-            std::fprintf(stderr, "nscache: %s\n", error->message.c_str());
+            log_config_refused(*error, ConfigEvent::Start);
             return kExitUsage;
         }
     }
@@ -102,7 +103,7 @@ int serve_command(const Args& args) {
     }
     if (!upstreams.empty()) config.upstreams = upstreams;
     if (auto error = resolve_defaults(config, kResolvConf)) {
-        std::fprintf(stderr, "nscache: %s\n", error->message.c_str());
+        log_config_refused(*error, ConfigEvent::Start);
         return kExitUsage;
     }
     return run_daemon(config);
