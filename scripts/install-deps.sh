@@ -12,6 +12,8 @@ packages=(
   nsd bind9-dnsutils knot-dnsutils python3 python3-pytest python3-dnspython
   # fuzzing and sanitizers
   clang clang-format libfuzzer-14-dev libclang-rt-14-dev
+  # the Debian package: build it, lint it, install it in a throwaway root (systemd-sysusers)
+  dpkg-dev debhelper lintian systemd
 )
 
 as_root() {

@@ -185,7 +185,7 @@ int run_daemon(const ConfigSource& source, const Config& config) {
     control::ControlServer control_server(
         control_options, cache,
         control::StatsSources{std::span<const WorkerCounters>(counters.get(), workers + 1), &cache,
-                              [&supervisor] { return supervisor.routing(); }, started_ms});
+                              [&supervisor] { return supervisor.upstream_groups(); }, started_ms});
     if (auto error = control_server.open(user ? user->uid : geteuid())) {
         log_error("%s", error->c_str());
         sockets.close_all();
@@ -201,6 +201,8 @@ int run_daemon(const ConfigSource& source, const Config& config) {
         } else {
             log_warning("cache file skipped, starting empty: %s", loaded.error.c_str());
         }
+    } else if (!config.cache_file.empty()) {
+        log_info("no cache file %s yet: starting empty", config.cache_file.c_str());
     }
 
     if (user) {

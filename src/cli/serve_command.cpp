@@ -10,6 +10,7 @@
 #include "cli/flag_parser.h"
 #include "common/log.h"
 #include "config/config.h"
+#include "config/config_log.h"
 
 namespace nscache {
 namespace {
@@ -88,7 +89,7 @@ int serve_command(const Args& args) {
     }
     Config config;
     if (auto error = source.load(config)) {
-        std::fprintf(stderr, "nscache: %s\n", error->message.c_str());
+        log_config_refused(*error, ConfigEvent::Start);
         return kExitUsage;
     }
     return run_daemon(source, config);

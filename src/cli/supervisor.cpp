@@ -94,6 +94,17 @@ Supervisor::~Supervisor() {
     if (signal_fd_ >= 0) close(signal_fd_);
 }
 
+std::vector<control::UpstreamGroupSource> Supervisor::upstream_groups() const {
+    const auto routing = current()->routing;
+    std::vector<control::UpstreamGroupSource> groups;
+    for (const upstream::ForwardRule& rule : routing->rules()) {
+        // The set lives as long as the routing: share its ownership.
+        groups.push_back({rule.name, std::shared_ptr<const upstream::UpstreamSet>(
+                                         routing, rule.upstreams.get())});
+    }
+    return groups;
+}
+
 server::SettingsPtr Supervisor::current() const {
     MutexLock lock(mu_);
     return settings_;

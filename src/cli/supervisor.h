@@ -59,8 +59,9 @@ class Supervisor final : public EventHandler {
     std::string request_reload();
     // Any thread: the settings in force.
     server::SettingsPtr current() const;
-    // Any thread: the routing in force (for stats).
+    // Any thread: the routing in force, and its forward rules as stats groups.
     std::shared_ptr<const upstream::Routing> routing() const { return current()->routing; }
+    std::vector<control::UpstreamGroupSource> upstream_groups() const;
 
     void on_event(uint32_t events) override;  // the signalfd
 

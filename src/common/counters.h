@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "common/latency_histogram.h"
+
 namespace nscache {
 
 // X(name, help)
@@ -43,6 +45,10 @@ struct alignas(64) WorkerCounters {
 #define NSCACHE_DECLARE_COUNTER(name, help) std::atomic<uint64_t> name{0};
     NSCACHE_WORKER_COUNTERS(NSCACHE_DECLARE_COUNTER)
 #undef NSCACHE_DECLARE_COUNTER
+    // Answer latency by source (common/latency_histogram.h). The cache's stays empty: a hit is
+    // answered in the loop turn that read it, so readers count cache_hits at zero latency
+    // instead of the hit path writing a bucket.
+    LatencyHistogram latency[kAnswerSources];
 };
 
 // Single-writer increment: a plain load and store, no locked instruction.

@@ -228,6 +228,8 @@ std::string ControlServer::execute(const std::string& request) {
         }
         // After the cache: nothing published from the flushed entries may survive.
         if (options_.after_flush) options_.after_flush();
+        log_info("control: flushed %zu entries (%s)", removed,
+                 argument.empty() ? "all" : argument.c_str());
         return "ok\nflushed " + std::to_string(removed) + " entries\n";
     }
     if (command == "dump" || command == "load") return file_command(command, argument);
@@ -247,7 +249,13 @@ std::string ControlServer::file_command(const std::string& command, const std::s
         command == "dump"
             ? dump_cache(cache_, *path, monotonic_ms(), wall_ms())
             : load_cache(cache_, *path, options_.ttl_policy, monotonic_ms(), wall_ms());
-    if (!r.ok) return "error: " + r.error + "\n";
+    if (!r.ok) {
+        log_warning("control: %s %s failed: %s", command.c_str(), path->c_str(), r.error.c_str());
+        return "error: " + r.error + "\n";
+    }
+    log_info("control: %s %llu entries %s %s", command == "dump" ? "dumped" : "loaded",
+             static_cast<unsigned long long>(r.entries), command == "dump" ? "to" : "from",
+             path->c_str());
     return "ok\n" + std::string(command == "dump" ? "dumped " : "loaded ") +
            std::to_string(r.entries) + " entries " + (command == "dump" ? "to " : "from ") + *path +
            "\n";

@@ -160,6 +160,7 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
         const cache::LookupResult stale = shared_.cache.lookup(key, q, now, limits, out, true);
         if (stale.length > 0) {
             bump(counters_.stale_served);
+            counters_.latency[static_cast<size_t>(AnswerSource::stale)].record(0);
             forwarder_.refresh(question);
             return {stale.length};
         }
@@ -173,6 +174,7 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
             const cache::LookupResult stale = shared_.cache.lookup(key, q, now, limits, out, true);
             if (stale.length > 0) {
                 bump(counters_.stale_served);
+                counters_.latency[static_cast<size_t>(AnswerSource::stale)].record(0);
                 return {stale.length};
             }
         }
@@ -195,6 +197,7 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
     std::memcpy(client->question, q.question.data(), q.question.size());
     client->question_len = static_cast<uint16_t>(q.question.size());
     client->upstream_question = question;
+    client->arrived_us = loop_.now_us();
     if (stale_available) {
         client->stale_timer = loop_.add_timer(now + settings_->config.stale_answer_timeout_ms,
                                               [this, cookie] { on_stale_timer(cookie); });
@@ -222,6 +225,7 @@ void QueryPipeline::on_stale_timer(uint64_t cookie) {
     const size_t length = render_stale(*client);
     if (length == 0) return;  // nothing stale any more: wait for the upstream
     bump(counters_.stale_served);
+    record_latency(AnswerSource::stale, *client);
     sender_.send_reply(*client, std::span<const uint8_t>(scratch_.data(), length));
     // The upstream query goes on and refreshes the cache; this client needs nothing more.
     forwarder_.leave(client->upstream_question, cookie);
@@ -235,6 +239,7 @@ void QueryPipeline::deliver(uint64_t cookie, const upstream::ResolveOutcome& out
     const dns::Query q = client->query();
     const auto& answer = outcome.answer;
     size_t length = 0;
+    AnswerSource source = AnswerSource::upstream;
     if (answer && usable_answer(*answer)) {
         bool truncated = false;
         length = cache::render_answer(answer->view(), q, 0, false, limits_for(client->transport, q),
@@ -244,6 +249,7 @@ void QueryPipeline::deliver(uint64_t cookie, const upstream::ResolveOutcome& out
         if (settings_->config.serve_stale) length = render_stale(*client);
         if (length > 0) {
             bump(counters_.stale_served);
+            source = AnswerSource::stale;
         } else if (answer) {
             bool truncated = false;
             length = cache::render_answer(answer->view(), q, 0, false,
@@ -254,8 +260,15 @@ void QueryPipeline::deliver(uint64_t cookie, const upstream::ResolveOutcome& out
                                   static_cast<uint16_t>(outcome.reason));
         }
     }
+    record_latency(source, *client);
     sender_.send_reply(*client, std::span<const uint8_t>(scratch_.data(), length));
     pending_.remove(cookie);
+}
+
+void QueryPipeline::record_latency(AnswerSource source, const PendingClient& client) {
+    const uint64_t now = loop_.now_us();
+    counters_.latency[static_cast<size_t>(source)].record(
+        now > client.arrived_us ? now - client.arrived_us : 0);
 }
 
 }  // namespace nscache::server

@@ -62,6 +62,8 @@ class QueryPipeline final : public upstream::CompletionSink {
     void on_stale_timer(uint64_t cookie);
     // Renders a stale entry for a waiting client into scratch_; 0 when there is none.
     size_t render_stale(const PendingClient& client);
+    // The time from reading `client`'s query to now, in the histogram of `source`.
+    void record_latency(AnswerSource source, const PendingClient& client);
 
     ServerShared& shared_;
     const Settings* settings_;

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 
+#include "common/clock.h"
 #include "common/random.h"
 #include "dns/response.h"
 #include "upstream/resolver.h"
@@ -23,12 +23,6 @@ constexpr size_t kMaxOpenAttempts = 4;
 constexpr uint64_t kMaxAttemptWaitMs = 1500;
 // Datagrams read per readiness event before returning to the loop.
 constexpr int kMaxReadsPerEvent = 16;
-
-uint64_t monotonic_us() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
-}
 
 bool same_endpoint(const sockaddr_storage& from, socklen_t from_len, const SocketAddress& want) {
     return SocketAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&from), from_len) == want;
@@ -64,6 +58,7 @@ UpstreamQuery::~UpstreamQuery() {
 
 void UpstreamQuery::start() {
     deadline_ms_ = loop_.now_ms() + owner_.options().query_timeout_ms;
+    upstreams_.counters().questions.fetch_add(1, std::memory_order_relaxed);
     next_attempt();
 }
 
@@ -312,8 +307,11 @@ void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, uint64_t sent_at_us,
     // One exchange per connection: whatever this answer turns out to be, its socket is done.
     // (`msg` lives in tcp_buffer_, which close_tcp() keeps.)
     if (over_tcp) close_tcp();
+    UpstreamServer& from = upstreams_.at(server);
+    from.answers.fetch_add(1, std::memory_order_relaxed);
     if (!dns::scan_response(msg, tls_scan)) {
         bump(counters_.upstream_errors);
+        from.errors.fetch_add(1, std::memory_order_relaxed);
         next_attempt();
         return;
     }
@@ -328,6 +326,7 @@ void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, uint64_t sent_at_us,
     auto prepared = cache::prepare_answer(msg, tls_scan, owner_.options().ttl);
     if (!prepared) {
         bump(counters_.upstream_errors);
+        from.errors.fetch_add(1, std::memory_order_relaxed);
         next_attempt();
         return;
     }
@@ -338,6 +337,7 @@ void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, uint64_t sent_at_us,
     }
     // SERVFAIL, REFUSED, NOTIMP, FORMERR: maybe another upstream knows better.
     bump(counters_.upstream_errors);
+    from.errors.fetch_add(1, std::memory_order_relaxed);
     fallback_ = std::move(answer);
     fallback_upstream_ = upstream;
     next_attempt();
@@ -347,6 +347,9 @@ void UpstreamQuery::finish(std::shared_ptr<const cache::PreparedAnswer> answer, 
     loop_.cancel_timer(timer_);
     close_attempts(answered_by);
     close_tcp();
+    if (!answer || !is_final_rcode(answer->rcode)) {
+        upstreams_.counters().failures.fetch_add(1, std::memory_order_relaxed);
+    }
     owner_.finished(this, std::move(answer));  // destroys this
 }
 

@@ -28,8 +28,20 @@ struct UpstreamServer {
     std::atomic<uint64_t> srtt_updated_ms{0};
     std::atomic<uint32_t> consecutive_failures{0};
     std::atomic<bool> down{false};
+    std::atomic<uint64_t> down_since_ms{0};  // for the log line when it answers again
+    // For stats: queries sent (UDP and TCP), answers that matched the query, error answers
+    // among those (SERVFAIL, REFUSED... or malformed), and attempts that timed out.
     std::atomic<uint64_t> queries{0};
+    std::atomic<uint64_t> answers{0};
+    std::atomic<uint64_t> errors{0};
     std::atomic<uint64_t> timeouts{0};
+};
+
+// For stats: what was asked of a set as a whole (of a forwarding rule, when rules choose
+// sets). One question is one UpstreamQuery, however many attempts it makes.
+struct UpstreamSetCounters {
+    std::atomic<uint64_t> questions{0};
+    std::atomic<uint64_t> failures{0};  // questions that ended with no answer from any server
 };
 
 class UpstreamSet {
@@ -59,7 +71,11 @@ class UpstreamSet {
     void record_answer(size_t i, uint32_t rtt_us, uint64_t now_ms);
     void record_timeout(size_t i, uint64_t now_ms);
 
+    UpstreamSetCounters& counters() { return counters_; }
+    const UpstreamSetCounters& counters() const { return counters_; }
+
   private:
+    UpstreamSetCounters counters_;
     std::vector<std::shared_ptr<UpstreamServer>> servers_;
 };
 

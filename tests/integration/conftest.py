@@ -243,6 +243,9 @@ class Daemon:
             self.eof.set()
 
     def stderr_text(self):
+        # A daemon that has exited may still have lines in the pipe: read them all first.
+        if self.proc.poll() is not None:
+            self.eof.wait(5)
         with self.lock:
             return "\n".join(self.lines)
 

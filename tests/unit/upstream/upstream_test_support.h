@@ -165,6 +165,7 @@ struct ResolverHarness {
     std::vector<std::unique_ptr<ManualUpstream>> fakes;
     UpstreamRegistry registry;
     std::shared_ptr<const Routing> routing;
+    UpstreamSet& upstreams = *routing->rules()[0].upstreams;  // the default set
     EventLoop loop;
     CompletionQueue queue;
     ResolverShared shared;
