@@ -37,7 +37,7 @@ FileWatch::~FileWatch() {
     loop_.cancel_timer(poll_timer_);
     if (fd_ >= 0) {
         loop_.remove(registration_);
-        close(fd_);
+        close(fd_);  // drops the watches with it
     }
 }
 
@@ -50,41 +50,68 @@ void FileWatch::watch(const std::vector<std::string>& paths) {
 }
 
 // Watches the folder of each path and of what it resolves to (a symlink's target may live
-// elsewhere), and remembers what each path resolves to now, for the poll.
+// elsewhere), and remembers what each path resolves to now, for the poll. Folders already
+// watched are kept: removing a watch queues an event of its own (IN_IGNORED).
 void FileWatch::rearm() {
-    if (fd_ >= 0) {
-        for (int wd : watches_) inotify_rm_watch(fd_, wd);
-    }
-    watches_.clear();
     seen_.clear();
-    std::vector<std::string> folders;
+    std::vector<Folder> wanted;
+    auto want = [&wanted](const std::string& file) {
+        const std::string folder = parent_folder(file);
+        const size_t slash = file.rfind('/');
+        const std::string name = slash == std::string::npos ? file : file.substr(slash + 1);
+        auto it = std::find_if(wanted.begin(), wanted.end(),
+                               [&](const Folder& f) { return f.path == folder; });
+        if (it == wanted.end()) it = wanted.insert(wanted.end(), Folder{-1, folder, {}});
+        it->names.push_back(name);
+    };
     for (const std::string& path : paths_) {
-        folders.push_back(parent_folder(path));
+        want(path);
         char resolved[PATH_MAX];
-        if (realpath(path.c_str(), resolved) != nullptr) folders.push_back(parent_folder(resolved));
+        if (realpath(path.c_str(), resolved) != nullptr && path != resolved) want(resolved);
         Seen s;
         s.path = path;
         s.exists = stat(path.c_str(), &s.st) == 0;
         seen_.push_back(s);
     }
-    std::sort(folders.begin(), folders.end());
-    folders.erase(std::unique(folders.begin(), folders.end()), folders.end());
     if (fd_ < 0) return;
-    for (const std::string& folder : folders) {
-        const int wd = inotify_add_watch(fd_, folder.c_str(), kFolderEvents | IN_ONLYDIR);
-        if (wd >= 0) watches_.push_back(wd);
+    for (Folder& f : wanted) {
+        auto old = std::find_if(folders_.begin(), folders_.end(),
+                                [&](const Folder& o) { return o.path == f.path; });
+        if (old != folders_.end()) {
+            f.wd = old->wd;
+            old->wd = -1;  // kept
+        } else {
+            f.wd = inotify_add_watch(fd_, f.path.c_str(), kFolderEvents | IN_ONLYDIR);
+        }
     }
+    for (const Folder& old : folders_) {
+        if (old.wd >= 0) inotify_rm_watch(fd_, old.wd);
+    }
+    folders_ = std::move(wanted);
 }
 
 void FileWatch::on_event(uint32_t) {
     alignas(inotify_event) char buffer[8192];
-    bool any = false;
+    bool relevant = false;
     for (;;) {
         const ssize_t n = read(fd_, buffer, sizeof buffer);
         if (n <= 0) break;
-        any = true;  // which file does not matter: on_change re-reads them all
+        for (ssize_t at = 0; at < n;) {
+            const auto* ev = reinterpret_cast<const inotify_event*>(buffer + at);
+            at += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
+            if (ev->mask & IN_IGNORED) continue;  // a watch we removed
+            const std::string name = ev->len > 0 ? std::string(ev->name) : std::string();
+            for (const Folder& f : folders_) {
+                if (f.wd != ev->wd) continue;
+                // Another file of the folder (the rest of /etc) is none of our business.
+                if (name.empty() ||
+                    std::find(f.names.begin(), f.names.end(), name) != f.names.end()) {
+                    relevant = true;
+                }
+            }
+        }
     }
-    if (any) changed_soon();
+    if (relevant) changed_soon();
 }
 
 void FileWatch::changed_soon() {

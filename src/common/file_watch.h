@@ -34,6 +34,11 @@ class FileWatch final : public EventHandler {
         struct stat st {};
         bool exists = false;
     };
+    struct Folder {
+        int wd = -1;
+        std::string path;
+        std::vector<std::string> names;  // the watched files' names in it
+    };
     void rearm();
     void changed_soon();
     void poll();
@@ -43,7 +48,7 @@ class FileWatch final : public EventHandler {
     int fd_ = -1;
     EventLoop::Registration registration_ = EventLoop::kNoRegistration;
     std::vector<std::string> paths_;
-    std::vector<int> watches_;
+    std::vector<Folder> folders_;
     std::vector<Seen> seen_;
     EventLoop::TimerHandle settle_timer_ = EventLoop::kNoTimer;
     EventLoop::TimerHandle poll_timer_ = EventLoop::kNoTimer;

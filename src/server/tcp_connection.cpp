@@ -92,7 +92,7 @@ void TcpConnection::on_event(uint32_t events) {
         close_connection();
         return;
     }
-    if (events & EPOLLOUT) flush();
+    if (events & EPOLLOUT) write_and_resume();
     if (!closed_ && (events & EPOLLIN)) read_queries();
     if (!closed_) update_interest();
 }
@@ -114,7 +114,23 @@ void TcpConnection::read_queries() {
         process_buffer();
         if (pending_ >= kMaxPendingPerConnection || unsent() > kReadPauseBytes) break;
     }
-    if (!closed_) flush();
+    if (!closed_) write_and_resume();
+}
+
+void TcpConnection::write_and_resume() {
+    // Answers drained: complete queries held back for them go on now (RFC 7766 §6.2.1.1 lets
+    // a server pause a connection's queries, not drop them). Bounded: each round handles at
+    // least one query of what was already read.
+    for (int round = 0; round < 64 && !closed_; ++round) {
+        flush();
+        if (closed_ || in_length_ < 2 || unsent() > kReadPauseBytes ||
+            pending_ >= kMaxPendingPerConnection) {
+            return;
+        }
+        const size_t before = in_length_;
+        process_buffer();
+        if (in_length_ == before) return;  // nothing complete to handle
+    }
 }
 
 void TcpConnection::process_buffer() {
@@ -187,12 +203,7 @@ void TcpConnection::send_answer(std::span<const uint8_t> answer) {
     if (pending_ > 0) --pending_;
     if (!queue(answer)) return;
     if (processing_) return;  // the running process_buffer() writes it when it is done
-    flush();
-    if (closed_) return;
-    // Answers freed room: handle queries that were held back.
-    if (in_length_ >= 2) process_buffer();
-    if (closed_) return;
-    flush();
+    write_and_resume();       // a pending slot freed: held-back queries may go on
     if (!closed_) update_interest();
 }
 
@@ -215,7 +226,9 @@ void TcpConnection::flush() {
         out_.clear();
         out_offset_ = 0;
         write_blocked_since_ = 0;
-    } else if (written > 0 || write_blocked_since_ == 0) {
+    } else if (write_blocked_since_ == 0) {
+        // From the moment answers start to wait, the client has one idle period to take them
+        // all: reading a few bytes now and then does not hold the daemon's memory for longer.
         write_blocked_since_ = loop_.now_ms();
     }
     reschedule();

@@ -86,10 +86,13 @@ struct ServerHarness final : ReplySender {
         if (TcpConnection* c = tcp.find(client.tcp_connection)) c->send_answer(reply);
     }
 
-    // A TCP client: the daemon's end goes to `tcp`; returns the client's end.
-    int connect_client(uint16_t port = 40000) {
+    // A TCP client: the daemon's end goes to `tcp`; returns the client's end. `send_buffer`:
+    // the daemon side's SO_SNDBUF, small to make answers wait in the daemon.
+    int connect_client(uint16_t port = 40000, int send_buffer = 0) {
         int fds[2];
         EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds), 0);
+        if (send_buffer > 0)
+            setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &send_buffer, sizeof send_buffer);
         const sockaddr_storage peer = loopback_peer(port);
         EXPECT_TRUE(tcp.adopt(fds[0], peer, sizeof(sockaddr_in)));
         return fds[1];
