@@ -37,6 +37,7 @@ struct AnswerView {
     std::span<const uint8_t> records;       // wire bytes after the question
     std::span<const uint16_t> ttl_offsets;  // into `records`
     std::span<const uint8_t> ede;           // the upstream's EDE options (RFC 8914), as sent
+    bool aa = false;  // authoritative: an answer nscache gives from its own local data
 };
 
 struct PreparedAnswer {
@@ -50,9 +51,10 @@ struct PreparedAnswer {
     std::vector<uint8_t> records;
     std::vector<uint16_t> ttl_offsets;
     std::vector<uint8_t> ede;  // at most kMaxEdeBytes
+    bool aa = false;           // local data (never cached, so entries need no room for it)
 
     AnswerView view() const {
-        return AnswerView{rcode, ad, ancount, nscount, arcount, records, ttl_offsets, ede};
+        return AnswerView{rcode, ad, ancount, nscount, arcount, records, ttl_offsets, ede, aa};
     }
 };
 

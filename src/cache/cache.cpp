@@ -24,7 +24,9 @@ size_t shard_count_for(const CacheConfig& config) {
 }  // namespace
 
 Cache::Cache(const CacheConfig& config)
-    : seed_(config.seed != 0 ? config.seed : secure_random_u64()), budget_(config.budget_bytes) {
+    : seed_(config.seed != 0 ? config.seed : secure_random_u64()),
+      budget_(config.budget_bytes),
+      initial_budget_(config.budget_bytes) {
     const size_t count = shard_count_for(config);
     shard_shift_ = static_cast<unsigned>(std::countr_zero(count));
     shards_.reserve(count);
@@ -62,14 +64,25 @@ void Cache::insert_at(const CacheKey& key, const PreparedAnswer& answer, uint64_
     shard_for(hash).insert(key, hash, answer, born_ms, now_ms);
 }
 
-void Cache::set_budget(size_t budget_bytes) {
+bool Cache::set_budget(size_t budget_bytes) {
     budget_.store(budget_bytes, std::memory_order_relaxed);
     for (auto& shard : shards_) shard->set_budget(budget_bytes / shards_.size());
+    return budget_bytes >= initial_budget_ / 2 && budget_bytes <= initial_budget_ * 4;
 }
 
 size_t Cache::flush() {
     size_t removed = 0;
     for (auto& shard : shards_) removed += shard->flush();
+    return removed;
+}
+
+size_t Cache::flush_suffix(dns::Bytes lower_suffix) {
+    size_t removed = 0;
+    for (auto& shard : shards_) {
+        for (size_t slice = 0; slice < shard->slice_count(); ++slice) {
+            removed += shard->flush_suffix_slice(slice, lower_suffix);
+        }
+    }
     return removed;
 }
 

@@ -95,13 +95,19 @@ class Cache {
     void insert_at(const CacheKey& key, const PreparedAnswer& answer, uint64_t born_ms,
                    uint64_t now_ms);
 
-    // A new byte budget (a reload): a smaller one is reached a few evictions per insert.
-    void set_budget(size_t budget_bytes);
+    // A new byte budget (a reload): a smaller one is reached a few evictions per insert. The
+    // shards and their bucket arrays keep the size the budget at start gave them; returns
+    // false when the new budget is far from it (under half, or over four times): the cache
+    // works, but only a restart sizes it for the new budget.
+    bool set_budget(size_t budget_bytes);
 
     // Removes everything; returns how many entries went.
     size_t flush();
     // Removes every entry whose qname is `lower_name`, whatever its type, class or flags.
     size_t flush_name(dns::Bytes lower_name);
+    // Removes every entry at or under `lower_suffix` (a wire name): a walk of the whole cache,
+    // one slice of one shard per lock hold. Never from a thread that answers queries.
+    size_t flush_suffix(dns::Bytes lower_suffix);
 
     CacheCounters counters() const;
 
@@ -120,6 +126,7 @@ class Cache {
     std::vector<std::unique_ptr<CacheShard>> shards_;
     uint64_t seed_;
     std::atomic<size_t> budget_;
+    const size_t initial_budget_;
     unsigned shard_shift_;
 };
 

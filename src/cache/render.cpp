@@ -20,6 +20,7 @@ using dns::flag::TC;
 uint16_t answer_flags(const AnswerView& a, const dns::Query& q) {
     uint16_t flags = QR | RA | (q.header.flags & (RD | CD)) | a.rcode;
     if (a.ad && (q.header.has(AD) || q.edns.do_bit)) flags |= AD;
+    if (a.aa) flags |= dns::flag::AA;
     return flags;
 }
 

@@ -1,6 +1,7 @@
 #include "cache/shard.h"
 
 #include "common/bytes.h"
+#include "dns/name.h"
 
 #include <malloc.h>
 
@@ -211,8 +212,13 @@ void CacheShard::insert(const CacheKey& key, uint64_t hash, const PreparedAnswer
     State* s = &state_;
     Entry** head = &s->buckets[hash32 & (bucket_count_ - 1)];
     size_t chain = 0;
-    Entry* oldest = nullptr;  // the chain's tail: entries go in at the head
+    // The victim if the chain is full: its oldest entry not hit since the CLOCK hand passed
+    // (entries go in at the head), else its tail. A flood of junk types for one name then
+    // evicts its own junk, not the name's popular A record.
+    Entry* oldest = nullptr;
+    Entry* oldest_unvisited = nullptr;
     for (Entry* e = *head; e != nullptr; oldest = e, e = e->next, ++chain) {
+        if (!e->visited) oldest_unvisited = e;
         if (key_matches(e, hash32, key)) {
             // A SERVFAIL says the upstream failed, not that the data changed: it must not
             // replace an answer we hold (fresh, or stale and kept for serve-stale).
@@ -228,7 +234,7 @@ void CacheShard::insert(const CacheKey& key, uint64_t hash, const PreparedAnswer
     }
     if (chain >= kMaxChain) {
         // Refusing the insert instead would let 32 types of one name keep its A record out.
-        remove(oldest);
+        remove(oldest_unvisited != nullptr ? oldest_unvisited : oldest);
         evictions_.fetch_add(1, std::memory_order_relaxed);
     }
     reclaim_expired(now_ms, kReclaimSteps);
@@ -248,9 +254,12 @@ void CacheShard::insert(const CacheKey& key, uint64_t hash, const PreparedAnswer
 }
 
 void CacheShard::set_budget(size_t budget_bytes) {
+    // The bucket array was sized for the budget at start and stays: a budget cut below it
+    // still leaves entries half of the new budget, so the cache keeps caching (and evicting)
+    // instead of refusing every insert.
     const size_t buckets = bucket_count_ * sizeof(Entry*);
-    entry_budget_.store(budget_bytes > buckets ? budget_bytes - buckets : 0,
-                        std::memory_order_relaxed);
+    const size_t entries = budget_bytes > 2 * buckets ? budget_bytes - buckets : budget_bytes / 2;
+    entry_budget_.store(entries, std::memory_order_relaxed);
 }
 
 size_t CacheShard::flush() {
@@ -287,6 +296,26 @@ size_t CacheShard::flush_name(dns::Bytes lower_name, uint64_t hash) {
             ++removed;
         }
         e = next;
+    }
+    return removed;
+}
+
+size_t CacheShard::flush_suffix_slice(size_t slice, dns::Bytes lower_suffix) {
+    const size_t begin = slice * kSliceBuckets;
+    const size_t end = std::min(bucket_count_, begin + kSliceBuckets);
+    size_t removed = 0;
+    MutexLock lock(mu_);
+    State* s = &state_;
+    for (size_t b = begin; b < end; ++b) {
+        Entry* e = s->buckets[b];
+        while (e != nullptr) {
+            Entry* next = e->next;
+            if (dns::name_has_suffix(dns::Bytes(e->name(), e->name_len), lower_suffix)) {
+                remove(e);
+                ++removed;
+            }
+            e = next;
+        }
     }
     return removed;
 }

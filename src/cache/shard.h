@@ -32,6 +32,8 @@ class CacheShard {
                 uint64_t now_ms);
     size_t flush();
     size_t flush_name(dns::Bytes lower_name, uint64_t hash);
+    // Removes the entries of one slice of buckets whose name is at or under `lower_suffix`.
+    size_t flush_suffix_slice(size_t slice, dns::Bytes lower_suffix);
     // A new byte budget. A smaller one is reached gradually: each insert evicts a bounded
     // number of entries, never the whole excess at once.
     void set_budget(size_t budget_bytes);

@@ -68,19 +68,6 @@ uint32_t upstream_queries_within_limits(const Config& config) {
     return fits;
 }
 
-void warn_about_memory_bound(const Config& config) {
-    // The cache's budget plus what the daemon needs besides it (measured: ~12 MiB, and
-    // buffers per worker); a cgroup bound below that ends in an OOM kill under load.
-    const uint64_t needed = config.cache_size + (uint64_t{32} << 20) + config.threads * (4u << 20);
-    if (auto max = cgroup_memory_max(); max && *max < needed) {
-        log_warning(
-            "cache-size %zu needs about %llu bytes, more than this cgroup's memory.max "
-            "%llu: lower cache-size or raise MemoryMax",
-            config.cache_size, static_cast<unsigned long long>(needed),
-            static_cast<unsigned long long>(*max));
-    }
-}
-
 // Creates the state folder if missing and hands it to the daemon's user, through a descriptor
 // of the folder itself (never a path that could lead elsewhere).
 void give_state_dir(const std::string& state_dir, const UserIds& user) {
@@ -111,10 +98,10 @@ int run_daemon(const ConfigSource& source, const Config& config) {
         log_error("%s", error->c_str());
         return 1;
     }
-    warn_about_memory_bound(config);
 
     const uint64_t started_ms = monotonic_ms();
-    set_log_threshold(log_level_of(config.log_level));
+    // Debug from the start when asked; a quieter level only after "ready" (below).
+    if (config.log_level == LogThreshold::Debug) set_log_threshold(LogLevel::Debug);
     cache::Cache cache(cache_config(config));
     auto registry = std::make_unique<upstream::UpstreamRegistry>();
     const server::SettingsPtr settings =
@@ -123,11 +110,7 @@ int run_daemon(const ConfigSource& source, const Config& config) {
     Supervisor supervisor(source, settings, std::move(registry));
     upstream::ResolverShared resolver_shared{settings->resolver, cache, {}, {}};
     server::ServerShared shared{config, cache, resolver_shared, {}};
-    if (!settings->rate_limiter && settings->access.reaches_beyond_loopback()) {
-        log_warning(
-            "allow reaches beyond loopback and rate-limit is not set: replies to other "
-            "hosts are unlimited (a reflection risk); set rate-limit");
-    }
+    warn_about_settings(*settings);
 
     const unsigned workers = config.threads;
     server::ListenSockets sockets;
@@ -204,6 +187,8 @@ int run_daemon(const ConfigSource& source, const Config& config) {
     } else if (!config.cache_file.empty()) {
         log_info("no cache file %s yet: starting empty", config.cache_file.c_str());
     }
+    // A file from another version or config may hold answers for what is local now.
+    flush_local_answers(cache, *settings->routing);
 
     if (user) {
         // The runtime folder stays root's: every socket in it is bound by now, and a folder
@@ -236,6 +221,9 @@ int run_daemon(const ConfigSource& source, const Config& config) {
     log_info("%u workers, cache %zu bytes, %zu upstreams", workers, config.cache_size,
              settings->routing->upstream_count());
     log_info("ready");
+    // After the lines harnesses and operators wait for (listening on..., ready), whatever the
+    // level: log-level = "warning" quiets what follows, not the start-up contract.
+    set_log_threshold(log_level_of(config.log_level));
     // Sockets bound, cache file loaded, workers running: now systemd may start what waits for
     // name service (nss-lookup.target).
     sd_notify("READY=1");

@@ -9,6 +9,8 @@
 
 #include "cli/resource_limits.h"
 #include "common/log.h"
+#include "config/config_log.h"
+#include "dns/name.h"
 #include "dns/wire.h"
 
 namespace nscache {
@@ -49,6 +51,7 @@ std::vector<std::string> keep_fixed_options(const Config& running, Config& next)
     keep("nss-socket", &Config::nss_socket);
     keep("edns-buffer-size", &Config::edns_buffer_size);
     keep("cache-file", &Config::cache_file);
+    keep("state-dir", &Config::state_dir);  // handed to the daemon's user at start
     keep("stale-ttl", &Config::stale_ttl_s);
     keep("serve-stale", &Config::serve_stale);
     return changed;
@@ -68,6 +71,37 @@ LogLevel log_level_of(LogThreshold t) {
             return LogLevel::Debug;
     }
     return LogLevel::Info;
+}
+
+void warn_about_settings(const server::Settings& settings) {
+    const Config& config = settings.config;
+    // The cache's budget plus what the daemon needs besides it (measured: ~12 MiB, and
+    // buffers per worker); a cgroup bound below that ends in an OOM kill under load.
+    const uint64_t needed = config.cache_size + (uint64_t{32} << 20) + config.threads * (4u << 20);
+    if (auto max = cgroup_memory_max(); max && *max < needed) {
+        log_warning(
+            "cache-size %zu needs about %llu bytes, more than this cgroup's memory.max "
+            "%llu: lower cache-size or raise MemoryMax",
+            config.cache_size, static_cast<unsigned long long>(needed),
+            static_cast<unsigned long long>(*max));
+    }
+    if (!settings.rate_limiter && settings.access.reaches_beyond_loopback()) {
+        log_warning(
+            "allow reaches beyond loopback and rate-limit is not set: replies to other "
+            "hosts are unlimited (a reflection risk); set rate-limit");
+    }
+}
+
+void flush_local_answers(cache::Cache& cache, const upstream::Routing& routing) {
+    auto bytes = [](const std::string& wire) {
+        return dns::Bytes(reinterpret_cast<const uint8_t*>(wire.data()), wire.size());
+    };
+    for (const std::string& name : routing.local_names()) cache.flush_name(bytes(name));
+    for (const std::string& zone : routing.local_zones()) cache.flush_suffix(bytes(zone));
+    for (const char* chaos : {"version.bind.", "version.server.", "id.server.", "hostname.bind."}) {
+        dns::NameBuffer name = *dns::name_from_text(chaos);
+        cache.flush_name(name.view());
+    }
 }
 
 Supervisor::Supervisor(const ConfigSource& source, server::SettingsPtr settings,
@@ -126,6 +160,15 @@ int Supervisor::run() {
             for (auto& r : pending) r->reply.set_value(reload("nscache reload"));
         });
     }
+    // No reload after this: a request that raced the stop is answered now, not left waiting
+    // (the control thread, which waits, must stop promptly too).
+    std::vector<std::shared_ptr<Request>> pending;
+    {
+        MutexLock lock(requests_mu_);
+        stopping_ = true;
+        pending.swap(requests_);
+    }
+    for (auto& r : pending) r->reply.set_value("error: the daemon is shutting down\n");
     return stop_signal_;
 }
 
@@ -145,6 +188,7 @@ std::string Supervisor::request_reload() {
     std::future<std::string> reply = request->reply.get_future();
     {
         MutexLock lock(requests_mu_);
+        if (stopping_) return "error: the daemon is shutting down\n";
         requests_.push_back(request);
     }
     loop_.wake();
@@ -157,20 +201,16 @@ std::string Supervisor::request_reload() {
 std::string Supervisor::reload(const char* why) {
     Config next;
     if (auto error = source_.load(next)) {
-        log_error("reload (%s) refused, keeping the running configuration: %s", why,
-                  error->message.c_str());
+        log_config_refused(*error, ConfigEvent::Reload);
         return "error: " + error->message + "\n";
     }
     const server::SettingsPtr running = current();
-    for (const std::string& name : keep_fixed_options(running->config, next)) {
-        log_warning("reload: %s changed; it takes effect at the next restart", name.c_str());
-    }
+    const std::vector<std::string> need_restart = keep_fixed_options(running->config, next);
+    const std::vector<std::string> applied = changed_options(running->config, next);
     publish(next, why);
     watch_files();
+    log_config_reloaded(source_.path.empty() ? "(flags)" : source_.path, applied, need_restart);
     const server::SettingsPtr now = current();
-    log_info("reloaded (%s): %zu upstreams, %zu forward rules, cache %zu bytes", why,
-             now->routing->upstream_count(), now->routing->rules().size() - 1,
-             now->config.cache_size);
     return "ok\nreloaded: " + std::to_string(now->routing->upstream_count()) + " upstreams, " +
            std::to_string(now->routing->rules().size() - 1) + " forward rules\n";
 }
@@ -203,22 +243,8 @@ void Supervisor::publish(const Config& config, const char* why) {
         MutexLock lock(mu_);
         settings_ = next;
     }
-    set_log_threshold(log_level_of(config.log_level));
-    if (parts_.cache != nullptr && config.cache_size != running->config.cache_size) {
-        parts_.cache->set_budget(config.cache_size);
-    }
-    if (parts_.resolver != nullptr) parts_.resolver->failures.set_policy(next->resolver.failures);
-    // Names that became local may still be cached from when they were forwarded.
-    if (parts_.cache != nullptr) {
-        for (const std::string& name : routing->local_names()) {
-            parts_.cache->flush_name(
-                dns::Bytes(reinterpret_cast<const uint8_t*>(name.data()), name.size()));
-        }
-    }
-    const bool upstreams_changed = !same_addresses(config.upstreams, running->config.upstreams);
-    if (upstreams_changed && config.flush_on_upstream_change && parts_.cache != nullptr) {
-        log_info("flush-on-upstream-change: flushed %zu entries (%s)", parts_.cache->flush(), why);
-    }
+    // Every thread first: what is flushed below cannot come back from the old routes (a
+    // query in flight under them relays its answer but does not cache it).
     for (server::Worker* w : parts_.workers) w->post_settings(next);
     if (parts_.nss != nullptr) parts_.nss->post_settings(next);
     if (parts_.control != nullptr) {
@@ -231,6 +257,37 @@ void Supervisor::publish(const Config& config, const char* why) {
         live.ttl_policy = next->resolver.ttl;
         parts_.control->post_live_options(std::move(live));
     }
+    set_log_threshold(log_level_of(config.log_level));
+    warn_about_settings(*next);
+    if (parts_.resolver != nullptr) {
+        parts_.resolver->failures.set_policy(next->resolver.failures);
+        // Failures seen through the old upstreams or routes say nothing of the new ones.
+        parts_.resolver->failures.clear_all();
+    }
+    if (parts_.cache == nullptr) return;
+    cache::Cache& cache = *parts_.cache;
+    if (config.cache_size != running->config.cache_size && !cache.set_budget(config.cache_size)) {
+        log_warning(
+            "cache-size %zu: the cache's tables were sized for %zu at start; a restart "
+            "sizes them for the new budget",
+            config.cache_size, running->config.cache_size);
+    }
+    size_t flushed = 0;
+    const bool upstreams_changed = !same_addresses(config.upstreams, running->config.upstreams);
+    if (upstreams_changed && config.flush_on_upstream_change) {
+        flushed = cache.flush();
+        log_info("flush-on-upstream-change: flushed %zu entries (%s)", flushed, why);
+    } else {
+        // Answers cached under a domain whose route moved came from elsewhere.
+        for (const std::string& domain : routing->moved_domains(*running->routing)) {
+            flushed += cache.flush_suffix(
+                dns::Bytes(reinterpret_cast<const uint8_t*>(domain.data()), domain.size()));
+        }
+        flush_local_answers(cache, *routing);
+    }
+    // The NSS map republishes from the cache: nothing it holds may outlive a moved route.
+    if (parts_.nss != nullptr) parts_.nss->invalidate_map();
+    if (flushed > 0) log_info("%s: flushed %zu entries of moved routes", why, flushed);
 }
 
 }  // namespace nscache

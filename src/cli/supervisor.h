@@ -33,6 +33,14 @@ namespace nscache {
 // The log threshold a config names.
 LogLevel log_level_of(LogThreshold threshold);
 
+// Warnings about settings that work but hurt: a cache budget above the cgroup's memory bound,
+// an `allow` beyond loopback without a rate limit. At start and at every reload.
+void warn_about_settings(const server::Settings& settings);
+
+// Entries a cache may hold that the routing answers itself (local names, the zones kept
+// local, CHAOS identities): flushed at start after the cache file and at every reload.
+void flush_local_answers(cache::Cache& cache, const upstream::Routing& routing);
+
 // What a new Settings snapshot goes to.
 struct SupervisedParts {
     std::vector<server::Worker*> workers;
@@ -90,6 +98,7 @@ class Supervisor final : public EventHandler {
     };
     Mutex requests_mu_;
     std::vector<std::shared_ptr<Request>> requests_ NSCACHE_GUARDED_BY(requests_mu_);
+    bool stopping_ NSCACHE_GUARDED_BY(requests_mu_) = false;
 };
 
 }  // namespace nscache

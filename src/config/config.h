@@ -127,6 +127,10 @@ std::optional<ConfigError> load_config_text(std::string_view text, const std::st
 // (minus our own listen addresses), thread count. Call after file and flags are applied.
 std::optional<ConfigError> resolve_defaults(Config& config, const std::string& resolv_conf_path);
 
+// The names (as in the file) of the options whose values differ between `a` and `b`, among
+// those a reload applies.
+std::vector<std::string> changed_options(const Config& a, const Config& b);
+
 // The `nameserver` lines of a resolv.conf-format file, minus addresses nscache listens on
 // itself; nullopt with `error` set when it cannot be read or names none.
 std::optional<std::vector<SocketAddress>> read_resolv_nameservers(

@@ -139,6 +139,19 @@ void lower_name(Bytes name, NameBuffer& out) {
     out.length = static_cast<uint8_t>(name.size());
 }
 
+bool name_has_suffix(Bytes name, Bytes suffix) {
+    size_t offset = 0;
+    while (offset < name.size()) {
+        if (name.size() - offset == suffix.size() &&
+            std::memcmp(name.data() + offset, suffix.data(), suffix.size()) == 0) {
+            return true;
+        }
+        if (name[offset] == 0) return false;
+        offset += 1 + size_t{name[offset]};
+    }
+    return false;
+}
+
 bool names_equal_ci(Bytes a, Bytes b) {
     if (a.size() != b.size()) return false;
     // Length bytes are below 64 and so unaffected by ascii_lower: one loop compares both.

@@ -81,6 +81,10 @@ std::optional<size_t> read_name_lower(Bytes msg, size_t offset, NameBuffer& out)
 // Lower-cases an uncompressed wire name into `out`. The input must be valid.
 void lower_name(Bytes name, NameBuffer& out);
 
+// Whether uncompressed wire name `name` is `suffix` or under it (label-wise, case kept:
+// both lower-cased by the caller). The root name is a suffix of every name.
+bool name_has_suffix(Bytes name, Bytes suffix);
+
 // Case-insensitive comparison of two uncompressed wire names.
 bool names_equal_ci(Bytes a, Bytes b);
 

@@ -256,8 +256,10 @@ void QueryPipeline::deliver(uint64_t cookie, const upstream::ResolveOutcome& out
                                           limits_for(client->transport, q), scratch_, &truncated);
             if (answer->rcode == rc(Rcode::ServFail)) bump(counters_.answers_servfail);
         } else {
-            length = error_answer(as_parsed(q), rc(Rcode::ServFail), scratch_,
-                                  static_cast<uint16_t>(outcome.reason));
+            const uint32_t ede = outcome.reason == upstream::FailureReason::Overloaded
+                                     ? dns::kNoEde
+                                     : static_cast<uint32_t>(outcome.reason);
+            length = error_answer(as_parsed(q), rc(Rcode::ServFail), scratch_, ede);
         }
     }
     record_latency(source, *client);

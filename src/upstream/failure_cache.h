@@ -22,6 +22,7 @@ namespace nscache::upstream {
 
 // Why the question failed, for the client's Extended DNS Error (RFC 8914).
 enum class FailureReason : uint8_t {
+    Overloaded = 0,             // not asked at all (this daemon was at its limit): no EDE
     NoReachableAuthority = 22,  // every upstream timed out
     NetworkError = 23,          // sends or connections failed
 };

@@ -43,30 +43,59 @@ cache::PreparedAnswer empty(uint8_t rcode, cache::AnswerKind kind) {
     cache::PreparedAnswer a;
     a.kind = kind;
     a.rcode = rcode;
-    a.ttl = 0;  // never cached
+    a.ttl = 0;    // never cached
+    a.aa = true;  // nscache is the authority for what it answers itself
     return a;
 }
 
-// NXDOMAIN for a name in a zone kept local, with the zone's SOA (owner: the zone apex, a
-// suffix of the question's name) so a client caches the answer for `ttl`.
-cache::PreparedAnswer nxdomain(const Question& q, size_t zone_offset, uint32_t ttl) {
-    cache::PreparedAnswer a =
-        empty(static_cast<uint8_t>(dns::Rcode::NxDomain), cache::AnswerKind::Negative);
-    RecordWriter w(a);
-    w.pointer(static_cast<uint16_t>(dns::kHeaderSize + zone_offset));
+// The SOA of a zone answered here (owner: `owner_offset` into the question's name), for the
+// authority section of a negative answer, so a client may cache it for `ttl` (RFC 2308 §5),
+// or as the answer to the apex's SOA query.
+void write_soa(RecordWriter& w, size_t owner_offset, uint32_t ttl) {
+    w.pointer(static_cast<uint16_t>(dns::kHeaderSize + owner_offset));
     static const uint8_t kMname[] = {9, 'l', 'o', 'c', 'a', 'l', 'h', 'o', 's', 't', 0};
     static const uint8_t kRname[] = {6,   'n', 'o', 'b', 'o', 'd', 'y', 7,
                                      'i', 'n', 'v', 'a', 'l', 'i', 'd', 0};
-    w.fixed(dns::rtype::SOA, q.qclass, ttl, sizeof kMname + sizeof kRname + 20);
+    w.fixed(dns::rtype::SOA, dns::kClassIN, ttl, sizeof kMname + sizeof kRname + 20);
     w.bytes(kMname, sizeof kMname);
     w.bytes(kRname, sizeof kRname);
-    for (uint32_t v : {uint32_t{1}, uint32_t{3600}, uint32_t{1200}, uint32_t{604800}, ttl})
+    for (uint32_t v : {uint32_t{1}, uint32_t{3600}, uint32_t{1200}, uint32_t{604800}, ttl}) {
         w.u32(v);
+    }
+}
+
+// NODATA: the name exists without the type asked; the SOA lets the client cache that.
+void make_nodata(cache::PreparedAnswer& a, size_t zone_offset, uint32_t ttl) {
+    a.kind = cache::AnswerKind::Negative;
+    RecordWriter w(a);
+    write_soa(w, zone_offset, ttl);
+    a.nscount = 1;
+}
+
+// A name in a zone kept local (RFC 6303): NXDOMAIN below the apex; at the apex the empty
+// zone exists (its SOA for an SOA query, NODATA otherwise).
+cache::PreparedAnswer nxdomain(const Question& q, size_t zone_offset, uint32_t ttl) {
+    if (zone_offset == 0) {
+        cache::PreparedAnswer a =
+            empty(static_cast<uint8_t>(dns::Rcode::NoError), cache::AnswerKind::Positive);
+        if (q.qtype == dns::rtype::SOA) {
+            RecordWriter w(a);
+            write_soa(w, 0, ttl);
+            a.ancount = 1;
+        } else {
+            make_nodata(a, 0, ttl);
+        }
+        return a;
+    }
+    cache::PreparedAnswer a =
+        empty(static_cast<uint8_t>(dns::Rcode::NxDomain), cache::AnswerKind::Negative);
+    RecordWriter w(a);
+    write_soa(w, zone_offset, ttl);
     a.nscount = 1;
     return a;
 }
 
-cache::PreparedAnswer localhost(const Question& q, uint32_t ttl) {
+cache::PreparedAnswer localhost(const Question& q, size_t zone_offset, uint32_t ttl) {
     cache::PreparedAnswer a =
         empty(static_cast<uint8_t>(dns::Rcode::NoError), cache::AnswerKind::Positive);
     RecordWriter w(a);
@@ -75,11 +104,11 @@ cache::PreparedAnswer localhost(const Question& q, uint32_t ttl) {
     if (q.qtype == dns::rtype::A || q.qtype == dns::rtype::AAAA) {
         const bool v4 = q.qtype == dns::rtype::A;
         w.pointer(dns::kHeaderSize);
-        w.fixed(q.qtype, q.qclass, ttl, v4 ? 4 : 16);
+        w.fixed(q.qtype, dns::kClassIN, ttl, v4 ? 4 : 16);
         w.bytes(v4 ? kV4 : kV6, v4 ? 4 : 16);
         a.ancount = 1;
     } else {
-        a.kind = cache::AnswerKind::Negative;  // the name exists, without this type
+        make_nodata(a, zone_offset, ttl);  // the name exists, without this type
     }
     return a;
 }
@@ -103,7 +132,7 @@ cache::PreparedAnswer local_name(const Routing& routing, const std::vector<Local
         for (const LocalRecordData& r : *records) {
             if (r.type != q.qtype) continue;
             write_owner();
-            w.fixed(r.type, q.qclass, ttl, r.rdata.size());
+            w.fixed(r.type, dns::kClassIN, ttl, r.rdata.size());
             w.bytes(r.rdata.data(), r.rdata.size());
             ++a.ancount;
             found = true;
@@ -113,13 +142,13 @@ cache::PreparedAnswer local_name(const Routing& routing, const std::vector<Local
                                   [](const auto& r) { return r.type == dns::rtype::CNAME; });
         if (cname == records->end()) break;
         write_owner();
-        w.fixed(dns::rtype::CNAME, q.qclass, ttl, cname->rdata.size());
+        w.fixed(dns::rtype::CNAME, dns::kClassIN, ttl, cname->rdata.size());
         w.bytes(cname->rdata.data(), cname->rdata.size());
         ++a.ancount;
         owner = cname->rdata;
         records = routing.local(dns::Bytes(owner));  // a target outside local data: stop here
     }
-    if (a.ancount == 0) a.kind = cache::AnswerKind::Negative;  // NODATA: the name exists
+    if (a.ancount == 0) make_nodata(a, 0, ttl);  // NODATA: the name exists
     return a;
 }
 
@@ -136,7 +165,7 @@ cache::PreparedAnswer local_answer(const Routing& routing, const Route& route,
         case RouteKind::LocalName:
             return local_name(routing, *route.records, question, ttl);
         case RouteKind::Localhost:
-            return localhost(question, ttl);
+            return localhost(question, route.zone_offset, ttl);
         case RouteKind::LocalNxdomain:
         case RouteKind::Forward:
             break;

@@ -55,13 +55,13 @@ bool Resolver::all_upstreams_down(const Question& question) const {
     return route.kind == RouteKind::Forward && route.rule->upstreams->all_down();
 }
 
-bool Resolver::answer_locally(const Question& question, uint64_t cookie) {
+bool Resolver::answer_locally(const Question& question, const Route& route, uint64_t cookie) {
     cache::PreparedAnswer answer;
     if (question.qclass == kClassChaos) {
         answer = chaos_answer(question, options_.chaos_version, options_.chaos_id);
     } else {
-        const Route route = routing_->route(question.name.view());
-        if (route.kind == RouteKind::Forward) return false;
+        // Local data is Internet-class data: another class goes upstream like any question.
+        if (route.kind == RouteKind::Forward || question.qclass != dns::kClassIN) return false;
         answer = local_answer(*routing_, route, question, options_.local_ttl_s);
     }
     shared_.queues[worker_]->push(
@@ -82,7 +82,10 @@ void Resolver::schedule_probes() {
 }
 
 bool Resolver::resolve(const Question& question, uint64_t cookie) {
-    if (answer_locally(question, cookie)) return true;
+    const Route route = routing_->route(question.name.view());  // once per miss
+    if (answer_locally(question, route, cookie)) return true;
+    const ForwardRule& rule =
+        route.kind == RouteKind::Forward ? *route.rule : routing_->rules().front();
     std::string key = question.key();
     const Waiter waiter{worker_, cookie};
     switch (shared_.inflight.join(key, &waiter)) {
@@ -92,7 +95,7 @@ bool Resolver::resolve(const Question& question, uint64_t cookie) {
             bump(counters_.coalesced);
             return true;
         case JoinResult::Leader:
-            if (start(question, key, *routing_->route(question.name.view()).rule)) return true;
+            if (start(question, key, rule)) return true;
             fail_waiters(key, &waiter);
             return false;
     }
@@ -103,6 +106,8 @@ void Resolver::refresh(const Question& question) {
     std::string key = question.key();
     const Route route = routing_->route(question.name.view());
     if (route.kind != RouteKind::Forward || question.qclass == kClassChaos) return;
+    // RFC 9520 §3.2 holds for background refreshes too (serve-stale, prefetch).
+    if (shared_.failures.failing(key, loop_.now_ms(), nullptr)) return;
     if (shared_.inflight.join(key, nullptr) == JoinResult::Leader &&
         !start(question, key, *route.rule)) {
         fail_waiters(key, nullptr);
@@ -134,7 +139,7 @@ bool Resolver::start(const Question& question, std::string key, const ForwardRul
 
 void Resolver::fail_waiters(const std::string& key, const Waiter* except) {
     // Others may have joined between our join and now (from other workers, or none at all).
-    const ResolveOutcome failed{};
+    const ResolveOutcome failed{nullptr, FailureReason::Overloaded};
     for (const Waiter& w : shared_.inflight.finish(key)) {
         if (except != nullptr && w.worker == except->worker && w.cookie == except->cookie) continue;
         shared_.queues[w.worker]->push(w.cookie, failed);
@@ -144,7 +149,10 @@ void Resolver::fail_waiters(const std::string& key, const Waiter* except) {
 void Resolver::finished(UpstreamQuery* query, std::shared_ptr<const cache::PreparedAnswer> answer) {
     // Into the cache before the waiters are taken: a query arriving in between finds the
     // cache entry, one arriving before joined the waiters. None goes upstream again.
-    if (answer && answer->ttl > 0 && query->cacheable()) {
+    // A reload that changed the routing meanwhile may have sent this name elsewhere (and
+    // flushed what was cached for it): an answer from the old route is relayed, not kept.
+    const bool same_routing = query->set_owner() == routing_.get();
+    if (answer && answer->ttl > 0 && query->cacheable() && same_routing) {
         shared_.cache.insert(query->question().cache_key(), *answer, loop_.now_ms());
     }
     const FailureReason reason = query->failure_reason();

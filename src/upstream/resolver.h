@@ -78,7 +78,7 @@ class Resolver final : public Forwarder {
     bool start(const Question& question, std::string key, const ForwardRule& rule);
     // A question nscache answers itself (local names, local zones, CHAOS): delivered through
     // this worker's queue, never from inside resolve().
-    bool answer_locally(const Question& question, uint64_t cookie);
+    bool answer_locally(const Question& question, const Route& route, uint64_t cookie);
     void rebuild_probes();
     // Ends a question that could not be started: every waiter other than `except` (which the
     // caller answers itself) gets a failure through its worker's queue, never synchronously.

@@ -120,8 +120,14 @@ std::shared_ptr<const Routing> Routing::build(const Config& config, UpstreamRegi
                                               const std::vector<HostsEntry>& hosts) {
     auto routing = std::make_shared<Routing>();
     auto set_of = [&known](const std::vector<SocketAddress>& addresses) {
+        // An address listed twice is one server: RFC 9520's per-server limit counts it once.
         std::vector<std::shared_ptr<UpstreamServer>> servers;
-        for (const auto& a : addresses) servers.push_back(known.get(a));
+        for (const auto& a : addresses) {
+            auto server = known.get(a);
+            if (std::find(servers.begin(), servers.end(), server) == servers.end()) {
+                servers.push_back(std::move(server));
+            }
+        }
         return std::make_shared<UpstreamSet>(std::move(servers));
     };
     // The default rule first: `upstream` (or resolv.conf's), unless a [[forward]] names ".".
@@ -216,6 +222,39 @@ std::vector<std::shared_ptr<UpstreamServer>> Routing::servers() const {
 
 size_t Routing::upstream_count() const {
     return servers().size();
+}
+
+std::string Routing::destination(const Zone& zone) const {
+    if (zone.kind != RouteKind::Forward) return std::to_string(static_cast<int>(zone.kind));
+    const ForwardRule& rule = rules_[zone.rule];
+    std::string d = rule.cache ? "forward" : "forward no-cache";
+    for (size_t i = 0; i < rule.upstreams->size(); ++i) {
+        d += ' ';
+        d += rule.upstreams->at(i).address.to_string();
+    }
+    return d;
+}
+
+std::vector<std::string> Routing::moved_domains(const Routing& before) const {
+    std::vector<std::string> moved;
+    for (const auto& [domain, zone] : zones_) {
+        auto old = before.zones_.find(domain);
+        if (old == before.zones_.end() || before.destination(old->second) != destination(zone)) {
+            moved.push_back(domain);
+        }
+    }
+    for (const auto& [domain, zone] : before.zones_) {
+        if (zones_.find(domain) == zones_.end()) moved.push_back(domain);
+    }
+    return moved;
+}
+
+std::vector<std::string> Routing::local_zones() const {
+    std::vector<std::string> zones;
+    for (const auto& [domain, zone] : zones_) {
+        if (zone.kind != RouteKind::Forward) zones.push_back(domain);
+    }
+    return zones;
 }
 
 std::vector<std::string> Routing::local_names() const {

@@ -88,6 +88,12 @@ class Routing {
     std::vector<std::shared_ptr<UpstreamServer>> servers() const;
     // Every local name (wire, lower-case), so a change can flush them from the cache.
     std::vector<std::string> local_names() const;
+    // The zones answered here (localhost and the NXDOMAIN zones), as wire suffixes.
+    std::vector<std::string> local_zones() const;
+    // The domains (wire, lower-case) whose route differs between `before` and this routing:
+    // a [[forward]] added, removed or pointed at other servers, a local zone kept or given
+    // up. Answers cached under them came from elsewhere: a change flushes them.
+    std::vector<std::string> moved_domains(const Routing& before) const;
     size_t upstream_count() const;
 
   private:
@@ -99,6 +105,8 @@ class Routing {
         RouteKind kind = RouteKind::Forward;
         size_t rule = 0;
     };
+    // Where a zone leads, comparable across two routings.
+    std::string destination(const Zone& zone) const;
 
     std::vector<ForwardRule> rules_;
     std::unordered_map<std::string, Zone, TransparentHash, std::equal_to<>> zones_;

@@ -49,6 +49,7 @@ class UpstreamQuery final : public EventHandler {
         cacheable_ = cacheable;
     }
     bool cacheable() const { return cacheable_; }
+    const void* set_owner() const { return set_owner_.get(); }
     // Why the query ended without an answer: timeouts, or only network errors.
     FailureReason failure_reason() const {
         return sent_any_ ? FailureReason::NoReachableAuthority : FailureReason::NetworkError;

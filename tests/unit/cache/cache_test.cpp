@@ -204,6 +204,19 @@ TEST_F(CacheTest, TooBigForClientGetsTruncatedAnswer) {
     EXPECT_EQ(dns::read_header(dns::Bytes(out_.data(), r.length)).ancount, 30);
 }
 
+TEST_F(CacheTest, JunkTypesOfANameDoNotEvictItsPopularAnswer) {
+    Cache cache(CacheConfig{.budget_bytes = 1 << 20, .shards = 1});
+    const std::string_view name = "popular.example.test";
+    store(cache, name, 300, kStart);
+    ASSERT_EQ(find(cache, name, kStart + 1).freshness, Freshness::Fresh);  // hit: visited
+    auto a = prepare(positive_answer(name, {300}), TtlPolicy{});
+    for (int i = 0; i < 100; ++i) {
+        ClientQuery q(name, static_cast<uint16_t>(2000 + i));
+        cache.insert(key_for(q), *a, kStart + 2 + static_cast<uint64_t>(i));
+    }
+    EXPECT_EQ(find(cache, name, kStart + 200).freshness, Freshness::Fresh);
+}
+
 TEST_F(CacheTest, FullChainEvictsItsOldestEntryForANewAnswer) {
     // A client that asks one name for many types fills the name's chain; the answer it then
     // asks for must still get in (it replaces the chain's oldest entry) and nothing else in
