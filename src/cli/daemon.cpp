@@ -52,6 +52,8 @@ upstream::ResolverOptions resolver_options(const Config& c, uint32_t max_outstan
     o.edns_buffer_size = c.edns_buffer_size;
     o.ttl = cache::TtlPolicy{c.min_ttl, c.max_ttl, c.negative_max_ttl, c.servfail_ttl};
     o.failures = upstream::FailurePolicy{c.failure_ttl_ms, c.failure_ttl_max_ms};
+    o.udp_pool = upstream::UdpPoolOptions{.idle_sockets = c.upstream_sockets,
+                                          .max_uses = c.upstream_socket_uses};
     return o;
 }
 

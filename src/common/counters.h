@@ -23,6 +23,8 @@ namespace nscache {
     X(upstream_errors, "upstream answers that were unusable, or sends that failed")           \
     X(upstream_tcp_retries, "upstream answers with TC=1 retried over TCP")                    \
     X(dropped_mismatched, "upstream answers dropped: wrong source, ID or question")           \
+    X(upstream_sockets_opened, "UDP sockets opened for the upstream socket pool")             \
+    X(upstream_sockets_spoofed, "pool sockets closed early: a mismatched answer arrived")     \
     X(coalesced, "client queries that joined an identical query in flight")                   \
     X(answers_servfail, "SERVFAIL answers sent")                                              \
     X(answers_formerr, "FORMERR answers sent")                                                \

@@ -41,6 +41,11 @@ struct Config {
     uint32_t tcp_idle_timeout_ms = 10000;
     uint32_t tcp_read_timeout_ms = 5000;   // a query's first byte to its last
     uint32_t max_upstream_queries = 4096;  // in flight per worker; more get SERVFAIL at once
+    // The worker's pool of UDP sockets for upstream queries: idle sockets kept open per
+    // address family (each on its own random port), and queries a socket carries (one at a
+    // time) before it is closed and replaced by one on a fresh port.
+    uint32_t upstream_sockets = 64;
+    uint32_t upstream_socket_uses = 64;
 
     std::string control = "/run/nscache/control.sock";
     // The NSS module's socket (nss/protocol.h), which also hands out the shared map (a memfd,

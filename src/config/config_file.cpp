@@ -199,6 +199,18 @@ const std::map<std::string, Setter, std::less<>>& setters() {
              if (c.max_upstream_queries == 0) return "expected 1 or more";
              return std::nullopt;
          }},
+        {"upstream-sockets",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             if (auto err = uint_of(n, c.upstream_sockets, 4096)) return err;
+             if (c.upstream_sockets == 0) return "expected 1 or more";
+             return std::nullopt;
+         }},
+        {"upstream-socket-uses",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             if (auto err = uint_of(n, c.upstream_socket_uses, 1'000'000)) return err;
+             if (c.upstream_socket_uses == 0) return "expected 1 or more";
+             return std::nullopt;
+         }},
         {"control", string_field(&Config::control)},
         {"control-group", string_field(&Config::control_group)},
         {"nss", bool_field(&Config::nss)},

@@ -12,7 +12,12 @@ constexpr uint64_t kProbeIntervalMs = 1000;
 
 Resolver::Resolver(uint32_t worker, EventLoop& loop, ResolverShared& shared, CompletionSink& sink,
                    WorkerCounters& counters)
-    : worker_(worker), loop_(loop), shared_(shared), sink_(sink), counters_(counters) {
+    : worker_(worker),
+      loop_(loop),
+      shared_(shared),
+      sink_(sink),
+      counters_(counters),
+      udp_pool_(loop, counters, shared.options.udp_pool) {
     // One worker probes upstreams marked down, so each gets one probe a second, not N.
     if (worker_ == 0) {
         for (size_t i = 0; i < shared_.upstreams.size(); ++i) {

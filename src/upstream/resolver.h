@@ -19,6 +19,7 @@
 #include "upstream/forwarder.h"
 #include "upstream/inflight.h"
 #include "upstream/question.h"
+#include "upstream/udp_socket_pool.h"
 #include "upstream/upstream_set.h"
 
 namespace nscache::upstream {
@@ -31,6 +32,7 @@ struct ResolverOptions {
     FailurePolicy failures;
     uint16_t edns_buffer_size = 1232;
     cache::TtlPolicy ttl;
+    UdpPoolOptions udp_pool;
 };
 
 struct ResolverShared {
@@ -60,6 +62,9 @@ class Resolver final : public Forwarder {
     bool failing(const Question& question, FailureReason* reason) override;
     size_t outstanding() const { return queries_.size(); }
 
+    // The worker's upstream sockets, for its UpstreamQuerys.
+    UdpSocketPool& udp_pool() { return udp_pool_; }
+
     // Called by an UpstreamQuery when it is done; destroys it.
     void finished(UpstreamQuery* query, std::shared_ptr<const cache::PreparedAnswer> answer);
 
@@ -76,6 +81,7 @@ class Resolver final : public Forwarder {
     ResolverShared& shared_;
     CompletionSink& sink_;
     WorkerCounters& counters_;
+    UdpSocketPool udp_pool_;  // before queries_: they hand their sockets back when destroyed
     std::unordered_map<UpstreamQuery*, std::unique_ptr<UpstreamQuery>> queries_;
     std::vector<std::unique_ptr<UpstreamProbe>> probes_;
     EventLoop::TimerHandle probe_timer_ = EventLoop::kNoTimer;

@@ -81,16 +81,15 @@ void UpstreamQuery::arm_timer(uint64_t wait_ms) {
     });
 }
 
-void UpstreamQuery::close_attempt(UdpAttempt& attempt) {
-    if (attempt.fd < 0) return;
-    loop_.forget(attempt.registration);  // the socket is ours alone: close() leaves epoll
-    close(attempt.fd);
-    attempt.fd = -1;
+void UpstreamQuery::close_attempt(UdpAttempt& attempt, bool answered) {
+    if (attempt.socket == nullptr) return;
+    owner_.udp_pool().release(attempt.socket, answered);
+    attempt.socket = nullptr;
 }
 
 void UpstreamQuery::close_attempts(int answered_by) {
     for (auto& attempt : udp_) {
-        if (attempt->fd >= 0 && attempt->upstream != answered_by) {
+        if (attempt->socket != nullptr && attempt->upstream != answered_by) {
             bump(counters_.upstream_timeouts);
             upstreams_.record_timeout(static_cast<size_t>(attempt->upstream), loop_.now_ms());
         }
@@ -139,7 +138,7 @@ void UpstreamQuery::next_attempt() {
     }
     if (udp_.size() == kMaxOpenAttempts) {
         UdpAttempt& oldest = *udp_.front();
-        if (oldest.fd >= 0) {
+        if (oldest.socket != nullptr) {
             bump(counters_.upstream_timeouts);
             upstreams_.record_timeout(static_cast<size_t>(oldest.upstream), loop_.now_ms());
         }
@@ -156,20 +155,16 @@ std::unique_ptr<UpstreamQuery::UdpAttempt> UpstreamQuery::send_udp(int upstream)
     auto attempt = std::make_unique<UdpAttempt>();
     attempt->query = this;
     attempt->upstream = upstream;
-    attempt->fd = socket(server.address.family(), SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (attempt->fd < 0) return nullptr;
-    if (!loop_.add(attempt->fd, EPOLLIN, attempt.get(), attempt->registration)) {
-        close(attempt->fd);
-        return nullptr;
-    }
+    attempt->socket = owner_.udp_pool().acquire(server.address.family(), attempt.get());
+    if (attempt->socket == nullptr) return nullptr;
     attempt->id = secure_random_u16();
     uint8_t wire[dns::kMaxUpstreamQuery];
     const size_t n = dns::write_upstream_query(question_.wire(), attempt->id,
                                                shared_.options.edns_buffer_size, wire);
-    // An unconnected socket: the kernel binds it to a random ephemeral port on this first
-    // send, and we see (and count) datagrams from any source instead of the kernel hiding them.
+    // An unconnected socket: we see (and count) datagrams from any source instead of the
+    // kernel hiding them, and a forgery from anywhere retires the socket.
     const ssize_t sent =
-        sendto(attempt->fd, wire, n, 0, server.address.sa(), server.address.length);
+        sendto(attempt->socket->fd(), wire, n, 0, server.address.sa(), server.address.length);
     if (sent != static_cast<ssize_t>(n)) {
         close_attempt(*attempt);
         return nullptr;
@@ -186,18 +181,20 @@ void UpstreamQuery::on_udp_readable(UdpAttempt& attempt) {
     for (int i = 0; i < kMaxReadsPerEvent; ++i) {
         sockaddr_storage from{};
         socklen_t from_len = sizeof from;
-        const ssize_t n = recvfrom(attempt.fd, tls_datagram, sizeof tls_datagram, 0,
+        const ssize_t n = recvfrom(attempt.socket->fd(), tls_datagram, sizeof tls_datagram, 0,
                                    reinterpret_cast<sockaddr*>(&from), &from_len);
         if (n < 0) return;  // EAGAIN, or an error we wait out
         const dns::Bytes msg(tls_datagram, static_cast<size_t>(n));
         if (!same_endpoint(from, from_len, want) ||
             !dns::answers_question(msg, attempt.id, question_.wire())) {
-            // Forged or stray: the real answer may still come, so keep waiting.
+            // Forged or stray: the real answer may still come, so keep waiting, but this port
+            // is known to someone now and is not used again.
             bump(counters_.dropped_mismatched);
+            owner_.udp_pool().taint(attempt.socket);
             continue;
         }
-        // This attempt is answered; whatever comes next, its socket is done.
-        close_attempt(attempt);
+        // This attempt is answered: its socket may serve another query.
+        close_attempt(attempt, true);
         on_answer(msg, attempt.upstream, attempt.sent_at_us, false);
         return;  // on_answer moved on (retry, TCP, or finished and destroyed us)
     }

@@ -1,6 +1,7 @@
 // One question sent upstream, from first send to final answer. Each attempt goes out over UDP
-// from a fresh socket (so a fresh random source port) with a fresh random ID; an answer is
-// accepted only from that attempt's upstream address and port, with its ID and our question.
+// from a socket of the worker's pool that no other query holds (so its own random source
+// port) with a fresh random ID; an answer is accepted only from that attempt's upstream
+// address and port, with its ID and our question.
 // After an attempt's wait (a few smoothed RTTs, doubling with every retry) the next attempt
 // goes to the next upstream, but earlier attempts stay open: a slow upstream's late answer
 // still counts. No address gets more than kMaxTriesPerServer queries per transport for one
@@ -20,6 +21,7 @@
 #include "dns/wire.h"
 #include "upstream/failure_cache.h"
 #include "upstream/question.h"
+#include "upstream/udp_socket_pool.h"
 #include "upstream/upstream_set.h"
 
 namespace nscache::upstream {
@@ -49,21 +51,21 @@ class UpstreamQuery final : public EventHandler {
     const std::string& key() const { return key_; }
 
   private:
-    // One UDP send and its socket.
-    struct UdpAttempt final : EventHandler {
+    // One UDP send and the pool socket it holds until answered or given up.
+    struct UdpAttempt final : UdpSocketPool::Receiver {
         UpstreamQuery* query = nullptr;
-        int fd = -1;
-        EventLoop::Registration registration = EventLoop::kNoRegistration;
+        UdpSocketPool::Socket* socket = nullptr;
         int upstream = -1;
         uint16_t id = 0;
         uint64_t sent_at_us = 0;
 
-        void on_event(uint32_t) override { query->on_udp_readable(*this); }
+        void on_readable() override { query->on_udp_readable(*this); }
     };
 
     void next_attempt();
     std::unique_ptr<UdpAttempt> send_udp(int upstream);
-    void close_attempt(UdpAttempt& attempt);
+    // Hands the attempt's socket back: reusable when `answered`, closed otherwise.
+    void close_attempt(UdpAttempt& attempt, bool answered = false);
     // Closes every open attempt; those to upstreams other than `answered_by` count as timeouts.
     void close_attempts(int answered_by);
     void on_udp_readable(UdpAttempt& attempt);
