@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -27,6 +28,7 @@
 #include "server/server_shared.h"
 #include "server/worker.h"
 #include "upstream/resolver.h"
+#include "upstream/tls_client.h"
 #include "upstream/upstream_set.h"
 
 namespace nscache {
@@ -54,6 +56,8 @@ upstream::ResolverOptions resolver_options(const Config& c, uint32_t max_outstan
     o.failures = upstream::FailurePolicy{c.failure_ttl_ms, c.failure_ttl_max_ms};
     o.udp_pool = upstream::UdpPoolOptions{.idle_sockets = c.upstream_sockets,
                                           .max_uses = c.upstream_socket_uses};
+    o.stream_idle_timeout_ms = c.upstream_idle_timeout_ms;
+    o.tls_auth = c.tls_auth;
     return o;
 }
 
@@ -131,9 +135,22 @@ int run_daemon(const Config& config) {
 
     const uint64_t started_ms = monotonic_ms();
     cache::Cache cache(cache_config(config));
-    upstream::UpstreamSet upstreams(config.upstreams);
+    upstream::UpstreamSet upstreams(config.upstreams, config.tls_pins);
+    // DNS over TLS: one context for every worker, with the trust store read now, as root.
+    std::unique_ptr<upstream::TlsClient> tls;
+    if (std::any_of(config.upstreams.begin(), config.upstreams.end(),
+                    [](const UpstreamAddress& u) { return u.tls; })) {
+        std::string error;
+        tls = upstream::TlsClient::create(
+            upstream::TlsSettings{.ca_file = config.tls_ca_file, .auth = config.tls_auth}, error);
+        if (!tls) {
+            log_error("%s", error.c_str());
+            return 2;
+        }
+    }
     upstream::ResolverShared resolver_shared{
         resolver_options(config, upstream_queries_within_limits(config)), cache, upstreams, {}, {}};
+    resolver_shared.tls = tls.get();
     server::ServerShared shared{config,  cache, resolver_shared, server::AccessList(config.allow),
                                 nullptr, {}};
     shared.tcp.limits = tcp_limits(config);

@@ -19,9 +19,9 @@ enum class RateLimitAction { Drop, Truncate };
 inline constexpr size_t kMaxUpstreams = 64;
 
 struct Config {
-    std::vector<SocketAddress> listen;     // empty: 127.0.0.1:53 and [::1]:53
-    std::vector<SocketAddress> upstreams;  // empty: from /etc/resolv.conf
-    unsigned threads = 0;                  // 0: one per online CPU
+    std::vector<SocketAddress> listen;       // empty: 127.0.0.1:53 and [::1]:53
+    std::vector<UpstreamAddress> upstreams;  // empty: from /etc/resolv.conf
+    unsigned threads = 0;                    // 0: one per online CPU
     size_t cache_size = size_t{64} << 20;
     std::vector<Cidr> allow;  // empty: loopback only
 
@@ -46,6 +46,15 @@ struct Config {
     // time) before it is closed and replaced by one on a fresh port.
     uint32_t upstream_sockets = 64;
     uint32_t upstream_socket_uses = 64;
+    // Upstream TCP and TLS connections (one per worker and server, pipelined) close after
+    // this long with nothing outstanding.
+    uint32_t upstream_idle_timeout_ms = 10'000;
+    // DNS over TLS upstreams (tls://): the CA certificates to trust (empty: the system's),
+    // whether an unauthenticated server may be used (and cleartext when TLS fails), and SPKI
+    // pins that replace the certificate check for the servers they name.
+    std::string tls_ca_file;
+    TlsAuth tls_auth = TlsAuth::Strict;
+    std::vector<SpkiPin> tls_pins;
 
     std::string control = "/run/nscache/control.sock";
     // The NSS module's socket (nss/protocol.h), which also hands out the shared map (a memfd,

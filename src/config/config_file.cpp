@@ -148,7 +148,17 @@ const std::map<std::string, Setter, std::less<>>& setters() {
         {"listen", address_list(&Config::listen, std::nullopt)},
         {"upstream",
          [](const toml::node& n, Config& c) -> std::optional<std::string> {
-             if (auto err = address_list(&Config::upstreams, 53)(n, c)) return err;
+             c.upstreams.clear();
+             auto err = each_string(n, [&](const std::string& text) -> std::optional<std::string> {
+                 auto a = parse_upstream_address(text);
+                 if (!a) {
+                     return "bad upstream '" + text +
+                            "' (expected ADDR[:PORT] or tls://ADDR[:PORT][#NAME])";
+                 }
+                 c.upstreams.push_back(*a);
+                 return std::nullopt;
+             });
+             if (err) return err;
              if (c.upstreams.size() > kMaxUpstreams) {
                  return "at most " + std::to_string(kMaxUpstreams) + " upstreams";
              }
@@ -210,6 +220,34 @@ const std::map<std::string, Setter, std::less<>>& setters() {
              if (auto err = uint_of(n, c.upstream_socket_uses, 1'000'000)) return err;
              if (c.upstream_socket_uses == 0) return "expected 1 or more";
              return std::nullopt;
+         }},
+        {"upstream-idle-timeout", duration_ms(&Config::upstream_idle_timeout_ms, 3'600'000)},
+        {"tls-ca-file", string_field(&Config::tls_ca_file)},
+        {"tls-auth",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             std::string text;
+             if (auto err = string_of(n, text)) return err;
+             if (text == "strict") {
+                 c.tls_auth = TlsAuth::Strict;
+             } else if (text == "opportunistic") {
+                 c.tls_auth = TlsAuth::Opportunistic;
+             } else {
+                 return "expected \"strict\" or \"opportunistic\"";
+             }
+             return std::nullopt;
+         }},
+        {"tls-pin",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             c.tls_pins.clear();
+             return each_string(n, [&](const std::string& text) -> std::optional<std::string> {
+                 auto pin = parse_spki_pin(text);
+                 if (!pin) {
+                     return "bad pin '" + text +
+                            "' (expected \"ADDR[:PORT] BASE64\", the base64 of a SHA-256)";
+                 }
+                 c.tls_pins.push_back(*pin);
+                 return std::nullopt;
+             });
          }},
         {"control", string_field(&Config::control)},
         {"control-group", string_field(&Config::control_group)},

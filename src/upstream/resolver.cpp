@@ -17,12 +17,18 @@ Resolver::Resolver(uint32_t worker, EventLoop& loop, ResolverShared& shared, Com
       shared_(shared),
       sink_(sink),
       counters_(counters),
-      udp_pool_(loop, counters, shared.options.udp_pool) {
+      udp_pool_(loop, counters, shared.options.udp_pool),
+      streams_(
+          loop, counters, shared.tls,
+          StreamOptions{shared.options.stream_idle_timeout_ms, shared.options.edns_buffer_size}) {
     // One worker probes upstreams marked down, so each gets one probe a second, not N.
     if (worker_ == 0) {
         for (size_t i = 0; i < shared_.upstreams.size(); ++i) {
-            probes_.push_back(std::make_unique<UpstreamProbe>(loop_, shared_.upstreams, i,
-                                                              shared_.options.edns_buffer_size));
+            UpstreamServer& server = shared_.upstreams.at(i);
+            StreamConnection* tls =
+                server.tls ? streams_.tls(&server, server.address, server.tls_peer) : nullptr;
+            probes_.push_back(std::make_unique<UpstreamProbe>(
+                loop_, shared_.upstreams, i, shared_.options.edns_buffer_size, tls));
         }
         schedule_probes();
     }

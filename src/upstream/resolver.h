@@ -19,6 +19,8 @@
 #include "upstream/forwarder.h"
 #include "upstream/inflight.h"
 #include "upstream/question.h"
+#include "upstream/stream_connection.h"
+#include "upstream/tls_client.h"
 #include "upstream/udp_socket_pool.h"
 #include "upstream/upstream_set.h"
 
@@ -33,6 +35,8 @@ struct ResolverOptions {
     uint16_t edns_buffer_size = 1232;
     cache::TtlPolicy ttl;
     UdpPoolOptions udp_pool;
+    uint64_t stream_idle_timeout_ms = 10'000;  // upstream TCP and TLS connections
+    TlsAuth tls_auth = TlsAuth::Strict;
 };
 
 struct ResolverShared {
@@ -42,6 +46,7 @@ struct ResolverShared {
     InflightTable inflight;
     std::vector<CompletionQueue*> queues;  // indexed by worker
     FailureCache failures{options.failures};
+    const TlsClient* tls = nullptr;  // null: no tls:// upstream
 };
 
 class UpstreamQuery;
@@ -64,6 +69,7 @@ class Resolver final : public Forwarder {
 
     // The worker's upstream sockets, for its UpstreamQuerys.
     UdpSocketPool& udp_pool() { return udp_pool_; }
+    StreamPool& streams() { return streams_; }
 
     // Called by an UpstreamQuery when it is done; destroys it.
     void finished(UpstreamQuery* query, std::shared_ptr<const cache::PreparedAnswer> answer);
@@ -81,7 +87,10 @@ class Resolver final : public Forwarder {
     ResolverShared& shared_;
     CompletionSink& sink_;
     WorkerCounters& counters_;
-    UdpSocketPool udp_pool_;  // before queries_: they hand their sockets back when destroyed
+    // Before queries_: queries hand their sockets back, and leave their connections, when
+    // they are destroyed.
+    UdpSocketPool udp_pool_;
+    StreamPool streams_;
     std::unordered_map<UpstreamQuery*, std::unique_ptr<UpstreamQuery>> queries_;
     std::vector<std::unique_ptr<UpstreamProbe>> probes_;
     EventLoop::TimerHandle probe_timer_ = EventLoop::kNoTimer;

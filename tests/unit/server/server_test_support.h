@@ -70,7 +70,7 @@ struct ServerHarness final : ReplySender {
     explicit ServerHarness(Config c = test_config(), TcpLimits limits = {})
         : config(std::move(c)),
           cache(cache::CacheConfig{.budget_bytes = size_t{4} << 20}),
-          upstreams({}),
+          upstreams(std::vector<SocketAddress>{}),
           resolver_shared{{}, cache, upstreams, {}, {}},
           shared{config, cache, resolver_shared, AccessList(config.allow), nullptr, {}},
           pipeline(shared, loop, forwarder, counters, *this),
