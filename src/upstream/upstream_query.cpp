@@ -17,8 +17,6 @@ namespace {
 
 // Attempts per query at most, whatever the upstreams do: a query never spins.
 constexpr int kMaxAttempts = 12;
-// UDP attempts listened to at once; the oldest is given up when a fifth goes out.
-constexpr size_t kMaxOpenAttempts = 4;
 // The wait doubles with each retry up to this.
 constexpr uint64_t kMaxAttemptWaitMs = 1500;
 // Datagrams read per readiness event before returning to the loop.
@@ -58,7 +56,7 @@ UpstreamQuery::UpstreamQuery(Resolver& owner, EventLoop& loop, ResolverShared& s
 
 UpstreamQuery::~UpstreamQuery() {
     loop_.cancel_timer(timer_);
-    for (auto& attempt : udp_) close_attempt(*attempt);
+    for (size_t k = 0; k < udp_count_; ++k) close_attempt(udp_at(k));
     if (stream_ != nullptr) stream_->cancel(stream_id_, this);
 }
 
@@ -88,14 +86,15 @@ void UpstreamQuery::close_attempt(UdpAttempt& attempt, bool answered) {
 }
 
 void UpstreamQuery::close_attempts(int answered_by) {
-    for (auto& attempt : udp_) {
-        if (attempt->socket != nullptr && attempt->upstream != answered_by) {
+    for (size_t k = 0; k < udp_count_; ++k) {
+        UdpAttempt& attempt = udp_at(k);
+        if (attempt.socket != nullptr && attempt.upstream != answered_by) {
             bump(counters_.upstream_timeouts);
-            upstreams_.record_timeout(static_cast<size_t>(attempt->upstream), loop_.now_ms());
+            upstreams_.record_timeout(static_cast<size_t>(attempt.upstream), loop_.now_ms());
         }
-        close_attempt(*attempt);
+        close_attempt(attempt);
     }
-    udp_.clear();
+    udp_count_ = 0;
 }
 
 uint64_t UpstreamQuery::unresponsive_mask() const {
@@ -148,51 +147,50 @@ void UpstreamQuery::next_attempt() {
             return;
         }
     }
-    auto attempt = send_udp(upstream);
-    if (!attempt) {
-        bump(counters_.upstream_errors);
-        // Try the next one on the loop's next turn rather than recursing here.
-        arm_timer(0);
-        return;
-    }
-    if (udp_.size() == kMaxOpenAttempts) {
-        UdpAttempt& oldest = *udp_.front();
+    if (udp_count_ == kMaxOpenAttempts) {  // the oldest is given up for the new one
+        UdpAttempt& oldest = udp_at(0);
         if (oldest.socket != nullptr) {
             bump(counters_.upstream_timeouts);
             upstreams_.record_timeout(static_cast<size_t>(oldest.upstream), loop_.now_ms());
         }
         close_attempt(oldest);
-        udp_.erase(udp_.begin());
+        udp_head_ = (udp_head_ + 1) % kMaxOpenAttempts;
+        --udp_count_;
     }
-    udp_.push_back(std::move(attempt));
+    if (!send_udp(upstream, udp_at(udp_count_))) {
+        bump(counters_.upstream_errors);
+        // Try the next one on the loop's next turn rather than recursing here.
+        arm_timer(0);
+        return;
+    }
+    ++udp_count_;
     const uint64_t base = upstreams_.attempt_timeout_ms(static_cast<size_t>(upstream));
     arm_timer(std::min(base << std::min(attempts_ - 1, 4), kMaxAttemptWaitMs));
 }
 
-std::unique_ptr<UpstreamQuery::UdpAttempt> UpstreamQuery::send_udp(int upstream) {
+bool UpstreamQuery::send_udp(int upstream, UdpAttempt& attempt) {
     UpstreamServer& server = upstreams_.at(static_cast<size_t>(upstream));
-    auto attempt = std::make_unique<UdpAttempt>();
-    attempt->query = this;
-    attempt->upstream = upstream;
+    attempt.query = this;
+    attempt.upstream = upstream;
     const SocketAddress& to = server.udp_address();
-    attempt->socket = owner_.udp_pool().acquire(to.family(), attempt.get());
-    if (attempt->socket == nullptr) return nullptr;
-    attempt->id = secure_random_u16();
+    attempt.socket = owner_.udp_pool().acquire(to.family(), &attempt);
+    if (attempt.socket == nullptr) return false;
+    attempt.id = secure_random_u16();
     uint8_t wire[dns::kMaxUpstreamQuery];
-    const size_t n = dns::write_upstream_query(question_.wire(), attempt->id,
+    const size_t n = dns::write_upstream_query(question_.wire(), attempt.id,
                                                shared_.options.edns_buffer_size, wire);
     // An unconnected socket: we see (and count) datagrams from any source instead of the
     // kernel hiding them, and a forgery from anywhere retires the socket.
-    const ssize_t sent = sendto(attempt->socket->fd(), wire, n, 0, to.sa(), to.length);
+    const ssize_t sent = sendto(attempt.socket->fd(), wire, n, 0, to.sa(), to.length);
     if (sent != static_cast<ssize_t>(n)) {
-        close_attempt(*attempt);
-        return nullptr;
+        close_attempt(attempt);
+        return false;
     }
-    attempt->sent_at_us = monotonic_us();
+    attempt.sent_at_us = monotonic_us();
     sent_any_ = true;
     bump(counters_.upstream_queries);
     server.queries.fetch_add(1, std::memory_order_relaxed);
-    return attempt;
+    return true;
 }
 
 void UpstreamQuery::on_udp_readable(UdpAttempt& attempt) {
@@ -250,8 +248,8 @@ bool UpstreamQuery::send_stream(int upstream, StreamConnection& connection, bool
 
 void UpstreamQuery::start_tcp(int upstream) {
     // The UDP attempts are answered as far as we care: the answer is too big for UDP.
-    for (auto& attempt : udp_) close_attempt(*attempt);
-    udp_.clear();
+    for (size_t k = 0; k < udp_count_; ++k) close_attempt(udp_at(k));
+    udp_count_ = 0;
     if (tcp_sent_[upstream] >= kMaxTriesPerServer) {  // RFC 9520 §3.1, per transport too
         next_attempt();
         return;

@@ -68,7 +68,8 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     };
 
     void next_attempt();
-    std::unique_ptr<UdpAttempt> send_udp(int upstream);
+    // Sends attempt `attempt` (a free slot of udp_) to `upstream`; false if it could not.
+    bool send_udp(int upstream, UdpAttempt& attempt);
     // Hands the attempt's socket back: reusable when `answered`, closed otherwise.
     void close_attempt(UdpAttempt& attempt, bool answered = false);
     // Closes every open attempt; those to upstreams other than `answered_by` count as timeouts.
@@ -97,8 +98,15 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     // Bit i: upstream i has had its kMaxTriesPerServer UDP queries.
     uint64_t unresponsive_mask() const;
 
-    std::vector<std::unique_ptr<UdpAttempt>> udp_;  // open attempts, oldest first
-    uint64_t tried_ = 0;                            // bit i: upstream i tried in this round
+    // UDP attempts listened to at once; the oldest is given up when a fifth goes out. A ring
+    // in place (the pool's sockets point at their attempt, so attempts never move), oldest
+    // at udp_head_: no allocation per attempt.
+    static constexpr size_t kMaxOpenAttempts = 4;
+    UdpAttempt udp_[kMaxOpenAttempts];
+    size_t udp_head_ = 0;
+    size_t udp_count_ = 0;
+    UdpAttempt& udp_at(size_t k) { return udp_[(udp_head_ + k) % kMaxOpenAttempts]; }
+    uint64_t tried_ = 0;  // bit i: upstream i tried in this round
     int attempts_ = 0;
     // Queries per upstream address and transport, this client query: UDP (or TLS for a
     // tls:// upstream), and TCP after TC=1.
