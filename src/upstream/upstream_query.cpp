@@ -280,7 +280,6 @@ void UpstreamQuery::on_stream_failed() {
 }
 
 void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, StreamConnection* stream) {
-    const auto server = static_cast<size_t>(upstream);
     if (!dns::scan_response(msg, tls_scan)) {
         bump(counters_.upstream_errors);
         // A connection that carried a broken message is not trusted with the next one.
@@ -303,7 +302,6 @@ void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, StreamConnection* st
         finish(std::move(answer), upstream);
         return;
     }
-    (void)server;
     // SERVFAIL, REFUSED, NOTIMP, FORMERR: maybe another upstream knows better.
     bump(counters_.upstream_errors);
     fallback_ = std::move(answer);
