@@ -24,9 +24,6 @@ constexpr uint64_t kFirstBackoffMs = 50;
 constexpr uint64_t kMaxBackoffMs = 5000;
 // Reads per readiness event before other sockets get a turn.
 constexpr int kMaxReadsPerEvent = 32;
-// RFC 8467 §4.1: pad queries to a multiple of 128 octets.
-constexpr size_t kPaddingBlock = 128;
-constexpr uint16_t kEdnsPaddingOption = 12;
 constexpr size_t kReadBuffer = 2 + 65535;
 
 uint64_t monotonic_us() {
@@ -64,20 +61,10 @@ bool StreamConnection::send(const dns::UpstreamQuestion& question, Waiter* waite
         id = secure_random_u16();
         if (pending_.find(id) == pending_.end()) break;
     }
-    uint8_t query[2 + dns::kMaxUpstreamQuery + 4 + kPaddingBlock];
-    size_t n = dns::write_upstream_query(question, id, options_.edns_buffer_size,
-                                         std::span<uint8_t>(query + 2, dns::kMaxUpstreamQuery));
-    if (tls_ != nullptr) {
-        // The OPT record is last: append a padding option and grow its RDLENGTH.
-        const size_t unpadded = n + 4;
-        const size_t pad = (kPaddingBlock - unpadded % kPaddingBlock) % kPaddingBlock;
-        uint8_t* option = query + 2 + n;
-        dns::write_u16(option, kEdnsPaddingOption);
-        dns::write_u16(option + 2, static_cast<uint16_t>(pad));
-        std::memset(option + 4, 0, pad);
-        dns::write_u16(query + 2 + n - 2, static_cast<uint16_t>(4 + pad));
-        n = unpadded + pad;
-    }
+    uint8_t query[2 + dns::kMaxPaddedUpstreamQuery];
+    const std::span<uint8_t> body(query + 2, dns::kMaxPaddedUpstreamQuery);
+    size_t n = dns::write_upstream_query(question, id, options_.edns_buffer_size, body);
+    if (tls_ != nullptr) n = dns::pad_upstream_query(body, n);  // RFC 8467 §4.1
     dns::write_u16(query, static_cast<uint16_t>(n));
     wbuf_.insert(wbuf_.end(), query, query + 2 + n);
     pending_[id] = Pending{waiter, question, state_ == State::Open ? monotonic_us() : 0};
