@@ -231,7 +231,8 @@ def ensure_zones(zdir, names, nsd_port, storms=None):
             meta = json.load(f)
         same = (meta.get("names") == names and meta.get("nsd_port") == nsd_port and
                 (not storms or [f"{s['zone']}:{s['count']}:{s['ttl']}:{s['rate']}" for s in meta["storms"]] == storms))
-        if same and os.path.exists(os.path.join(zdir, "nsd.conf")):
+        if same and os.path.exists(os.path.join(zdir, "tls", "ca.pem")) and \
+                "tls-port" in open(os.path.join(zdir, "nsd.conf")).read():
             return meta
     except (OSError, ValueError, KeyError):
         pass

@@ -5,11 +5,13 @@ set -euo pipefail
 
 packages=(
   # build
-  make cmake ninja-build g++ pkg-config libtomlplusplus-dev
+  make cmake ninja-build g++ pkg-config libtomlplusplus-dev libssl-dev
   # unit tests and micro-benchmarks
   googletest libgtest-dev libbenchmark-dev
   # integration tests: a real upstream, real clients, the fake upstream's language
   nsd bind9-dnsutils knot-dnsutils python3 python3-pytest python3-dnspython
+  # DNS over TLS tests: a real DoT server, and the test CA's tool
+  unbound openssl
   # fuzzing and sanitizers
   clang clang-format libfuzzer-14-dev libclang-rt-14-dev
   # the Debian package: build it, lint it, install it in a throwaway root (systemd-sysusers)

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -28,6 +29,7 @@
 #include "server/server_shared.h"
 #include "server/worker.h"
 #include "upstream/resolver.h"
+#include "upstream/tls_client.h"
 #include "upstream/upstream_set.h"
 
 namespace nscache {
@@ -103,12 +105,21 @@ int run_daemon(const ConfigSource& source, const Config& config) {
     // Debug from the start when asked; a quieter level only after "ready" (below).
     if (config.log_level == LogThreshold::Debug) set_log_threshold(LogLevel::Debug);
     cache::Cache cache(cache_config(config));
+    // DNS over TLS: one context for every worker (a reload may add tls:// upstreams).
+    std::string tls_error;
+    std::unique_ptr<upstream::TlsClient> tls = upstream::TlsClient::create(
+        upstream::TlsSettings{.ca_file = config.tls_ca_file, .auth = config.tls_auth}, tls_error);
+    if (!tls) {
+        log_error("%s", tls_error.c_str());
+        return 2;
+    }
     auto registry = std::make_unique<upstream::UpstreamRegistry>();
     const server::SettingsPtr settings =
         server::make_settings(config, upstream::Routing::build(config, *registry),
                               upstream_queries_within_limits(config));
     Supervisor supervisor(source, settings, std::move(registry));
     upstream::ResolverShared resolver_shared{settings->resolver, cache, {}, {}};
+    resolver_shared.tls = tls.get();
     server::ServerShared shared{config, cache, resolver_shared, {}};
     warn_about_settings(*settings);
 

@@ -12,7 +12,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: nscache <command> [options]\n"
     "\n"
-    "  serve [--config FILE] [--listen ADDR:PORT]... [--upstream ADDR[:PORT]]...\n"
+    "  serve [--config FILE] [--listen ADDR:PORT]... [--upstream "
+    "ADDR[:PORT]|tls://ADDR[:PORT][#NAME]]...\n"
     "        [--threads N] [--cache-size SIZE] [--control PATH] [--user NAME]\n"
     "        [--nss-socket PATH] [--verbose]\n"
     "                                   run the caching DNS daemon in the foreground\n"

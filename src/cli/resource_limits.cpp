@@ -22,7 +22,10 @@ uint32_t fit_upstream_queries(uint64_t descriptor_limit, const Config& config, u
     const uint64_t w = std::max(workers, 1u);
     const uint64_t reserved = kFixedDescriptors + uint64_t{config.listen.size()} * 2 * w +
                               config.max_tcp_connections + (config.nss ? kNssDescriptors : 0) +
-                              config.upstreams.size() + 2 * w;  // probes, spare descriptors
+                              config.upstreams.size() + 2 * w +  // probes, spare descriptors
+                              // each worker's idle upstream sockets, IPv4 and IPv6, and its
+                              // upstream TCP/TLS connections
+                              (2 * uint64_t{config.upstream_sockets} + config.upstreams.size()) * w;
     const uint64_t left = descriptor_limit > reserved ? descriptor_limit - reserved : 0;
     const uint64_t fits = left / w / kDescriptorsPerUpstreamQuery;
     // Never more than configured; never fewer than a handful, even on a tiny limit.

@@ -29,7 +29,8 @@ int serve_command(const Args& args) {
     ConfigSource source;
     source.resolv_conf = kResolvConf;
     bool config_given = false;
-    std::vector<SocketAddress> listen, upstreams;
+    std::vector<SocketAddress> listen;
+    std::vector<UpstreamAddress> upstreams;
     FlagParser p(args);
     while (p.next()) {
         if (!p.is_flag()) return usage_error("unexpected argument '" + p.current() + "'");
@@ -50,10 +51,10 @@ int serve_command(const Args& args) {
                                    "' (expected ADDR:PORT or [ADDR6]:PORT)");
             listen.push_back(*a);
         } else if (name == "upstream") {
-            auto a = parse_socket_address(*value, 53);
+            auto a = parse_upstream_address(*value);
             if (!a)
                 return usage_error("bad --upstream address '" + *value +
-                                   "' (expected ADDR[:PORT])");
+                                   "' (expected ADDR[:PORT] or tls://ADDR[:PORT][#NAME])");
             upstreams.push_back(*a);
         } else if (name == "threads") {
             char* end = nullptr;

@@ -18,15 +18,8 @@ namespace {
 
 constexpr auto kReloadReplyTimeout = std::chrono::seconds(30);
 
-bool same_addresses(const std::vector<SocketAddress>& a, const std::vector<SocketAddress>& b) {
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i) {
-        if (!(a[i] == b[i])) return false;
-    }
-    return true;
-}
-
-std::string list(const std::vector<SocketAddress>& addresses) {
+template <typename Address>
+std::string list(const std::vector<Address>& addresses) {
     std::string text;
     for (const auto& a : addresses) text += (text.empty() ? "" : " ") + a.to_string();
     return text;
@@ -40,7 +33,7 @@ std::vector<std::string> keep_fixed_options(const Config& running, Config& next)
         if (!(running.*field == next.*field)) changed.push_back(name);
         next.*field = running.*field;
     };
-    if (!same_addresses(running.listen, next.listen)) changed.push_back("listen");
+    if (running.listen != next.listen) changed.push_back("listen");
     next.listen = running.listen;
     next.listen_is_default = running.listen_is_default;
     keep("threads", &Config::threads);
@@ -54,6 +47,14 @@ std::vector<std::string> keep_fixed_options(const Config& running, Config& next)
     keep("state-dir", &Config::state_dir);  // handed to the daemon's user at start
     keep("stale-ttl", &Config::stale_ttl_s);
     keep("serve-stale", &Config::serve_stale);
+    // Each worker's socket pool and stream options, and the TLS context, are made at start.
+    keep("upstream-sockets", &Config::upstream_sockets);
+    keep("upstream-socket-uses", &Config::upstream_socket_uses);
+    keep("upstream-idle-timeout", &Config::upstream_idle_timeout_ms);
+    keep("tls-ca-file", &Config::tls_ca_file);
+    // Open TLS connections were authenticated (or not) under the old mode: a switch to
+    // strict must not leave unauthenticated ones in use.
+    keep("tls-auth", &Config::tls_auth);
     return changed;
 }
 
@@ -226,11 +227,12 @@ void Supervisor::upstream_files_changed() {
                     error.c_str(), list(c.upstreams).c_str());
         return;
     }
-    if (same_addresses(*found, c.upstreams)) return;
+    const std::vector<UpstreamAddress> upstreams(found->begin(), found->end());
+    if (upstreams == c.upstreams) return;
     log_info("upstreams from %s changed: %s -> %s", c.resolv_conf_path.c_str(),
-             list(c.upstreams).c_str(), list(*found).c_str());
+             list(c.upstreams).c_str(), list(upstreams).c_str());
     Config next = c;
-    next.upstreams = std::move(*found);
+    next.upstreams = upstreams;
     publish(next, "resolv.conf changed");
 }
 
@@ -273,7 +275,7 @@ void Supervisor::publish(const Config& config, const char* why) {
             config.cache_size, running->config.cache_size);
     }
     size_t flushed = 0;
-    const bool upstreams_changed = !same_addresses(config.upstreams, running->config.upstreams);
+    const bool upstreams_changed = config.upstreams != running->config.upstreams;
     if (upstreams_changed && config.flush_on_upstream_change) {
         flushed = cache.flush();
         log_info("flush-on-upstream-change: flushed %zu entries (%s)", flushed, why);

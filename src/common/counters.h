@@ -25,6 +25,13 @@ namespace nscache {
     X(upstream_errors, "upstream answers that were unusable, or sends that failed")           \
     X(upstream_tcp_retries, "upstream answers with TC=1 retried over TCP")                    \
     X(dropped_mismatched, "upstream answers dropped: wrong source, ID or question")           \
+    X(upstream_sockets_opened, "UDP sockets opened for the upstream socket pool")             \
+    X(upstream_sockets_spoofed, "pool sockets closed early: a mismatched answer arrived")     \
+    X(upstream_connections, "upstream TCP and TLS connections opened")                        \
+    X(upstream_connect_failures, "upstream connections that failed or could not be made")     \
+    X(upstream_tls_handshakes, "TLS handshakes with upstreams completed")                     \
+    X(upstream_tls_resumed, "TLS handshakes that resumed an earlier session")                 \
+    X(upstream_tls_auth_failures, "TLS upstreams that failed authentication")                 \
     X(coalesced, "client queries that joined an identical query in flight")                   \
     X(answers_servfail, "SERVFAIL answers sent")                                              \
     X(answers_formerr, "FORMERR answers sent")                                                \

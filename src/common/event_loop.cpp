@@ -136,6 +136,7 @@ void EventLoop::run_once(int max_wait_ms, const std::function<void()>& on_wake) 
         h->handler->on_event(events[i].events);
     }
     run_due_timers();
+    if (turn_end_) turn_end_();
 }
 
 void EventLoop::wake() {

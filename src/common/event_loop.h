@@ -61,6 +61,10 @@ class EventLoop {
     // One turn: waits up to `max_wait_ms` (less if a timer is due sooner) for events, handles
     // them, then runs the timers that are due. For tests that drive a loop step by step.
     void run_once(int max_wait_ms, const std::function<void()>& on_wake = nullptr);
+    // Runs at the end of every turn, after the events and the timers: for work a turn
+    // gathers and finishes in one go (the worker's batched replies).
+    void set_turn_end(std::function<void()> fn) { turn_end_ = std::move(fn); }
+
     void wake();          // any thread
     void request_stop();  // any thread
 
@@ -87,6 +91,7 @@ class EventLoop {
     uint64_t next_timer_sequence_ = 1;
     uint64_t now_ms_ = 0;
     timespec now_{};
+    std::function<void()> turn_end_;
     std::atomic<bool> stop_{false};
 };
 

@@ -178,4 +178,78 @@ std::optional<Cidr> parse_cidr(std::string_view text) {
     return std::nullopt;
 }
 
+std::string UpstreamAddress::to_string() const {
+    if (!tls) return address.to_string();
+    return "tls://" + address.to_string() + (auth_name.empty() ? "" : "#" + auth_name);
+}
+
+std::optional<UpstreamAddress> parse_upstream_address(std::string_view text) {
+    constexpr std::string_view kTls = "tls://";
+    UpstreamAddress out;
+    if (text.substr(0, kTls.size()) != kTls) {
+        auto a = parse_socket_address(text, 53);
+        if (!a) return std::nullopt;
+        out.address = *a;
+        return out;
+    }
+    text.remove_prefix(kTls.size());
+    if (const size_t hash = text.find('#'); hash != std::string_view::npos) {
+        out.auth_name = std::string(text.substr(hash + 1));
+        text = text.substr(0, hash);
+        // A host name: letters, digits, hyphens and dots only.
+        if (out.auth_name.empty() || out.auth_name.size() > 253) return std::nullopt;
+        for (char c : out.auth_name) {
+            const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                            (c >= '0' && c <= '9') || c == '-' || c == '.';
+            if (!ok) return std::nullopt;
+        }
+    }
+    auto a = parse_socket_address(text, 853);
+    if (!a) return std::nullopt;
+    out.address = *a;
+    out.tls = true;
+    return out;
+}
+
+namespace {
+
+std::optional<std::string> decode_base64(std::string_view text) {
+    auto value = [](char c) -> int {
+        if (c >= 'A' && c <= 'Z') return c - 'A';
+        if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+        if (c >= '0' && c <= '9') return c - '0' + 52;
+        if (c == '+') return 62;
+        if (c == '/') return 63;
+        return -1;
+    };
+    while (!text.empty() && text.back() == '=') text.remove_suffix(1);
+    std::string out;
+    uint32_t bits = 0;
+    int count = 0;
+    for (char c : text) {
+        const int v = value(c);
+        if (v < 0) return std::nullopt;
+        bits = bits << 6 | static_cast<uint32_t>(v);
+        count += 6;
+        if (count >= 8) {
+            count -= 8;
+            out.push_back(static_cast<char>((bits >> count) & 0xFF));
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+std::optional<SpkiPin> parse_spki_pin(std::string_view text) {
+    const size_t space = text.find(' ');
+    if (space == std::string_view::npos) return std::nullopt;
+    auto address = parse_socket_address(text.substr(0, space), 853);
+    std::string_view b64 = text.substr(space + 1);
+    while (!b64.empty() && b64.front() == ' ') b64.remove_prefix(1);
+    auto bytes = decode_base64(b64);
+    if (!address || !bytes || bytes->size() != 32) return std::nullopt;
+    return SpkiPin{*address, *bytes};
+}
+
 }  // namespace nscache

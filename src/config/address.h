@@ -35,6 +35,41 @@ struct SocketAddress {
 std::optional<SocketAddress> parse_socket_address(std::string_view text,
                                                   std::optional<uint16_t> default_port);
 
+// An upstream as the config and CLI write it: "ADDR[:PORT]" (DNS over UDP and TCP, port 53)
+// or "tls://ADDR[:PORT][#AUTH-NAME]" (DNS over TLS, RFC 7858, port 853; the certificate must
+// name AUTH-NAME, or the address when none is given).
+enum class TlsAuth {
+    Strict,         // an unauthenticated TLS server is never used, nothing goes in cleartext
+    Opportunistic,  // encrypt when possible, use the server unauthenticated, else cleartext
+};
+
+struct UpstreamAddress {
+    UpstreamAddress() = default;
+    UpstreamAddress(const SocketAddress& a) : address(a) {}  // NOLINT: a plain upstream
+
+    SocketAddress address;
+    bool tls = false;
+    std::string auth_name;
+
+    std::string to_string() const;
+    uint16_t port() const { return address.port(); }
+    bool operator==(const UpstreamAddress& other) const {
+        return address == other.address && tls == other.tls && auth_name == other.auth_name;
+    }
+};
+
+std::optional<UpstreamAddress> parse_upstream_address(std::string_view text);
+
+// A pinned SPKI hash (RFC 7858 §4.2) for the TLS upstream at `address`: "ADDR[:PORT] BASE64".
+struct SpkiPin {
+    SocketAddress address;
+    std::string sha256;  // 32 raw bytes
+};
+
+// "ADDR[:PORT] BASE64" (port 853 by default; the base64 of 32 bytes, as `openssl pkey -pubin
+// -outform der | openssl dgst -sha256 -binary | base64` prints it).
+std::optional<SpkiPin> parse_spki_pin(std::string_view text);
+
 struct Cidr {
     int family = AF_INET;
     uint8_t bytes[16] = {};

@@ -19,7 +19,7 @@ enum class RateLimitAction { Drop, Truncate };
 // DNS). The longest matching domain wins; "." is the default set.
 struct ForwardZone {
     std::vector<std::string> domains;  // lower-case text with a trailing dot: "corp.example."
-    std::vector<SocketAddress> upstreams;
+    std::vector<UpstreamAddress> upstreams;
     bool cache = true;  // no-cache = true: answers for these names are never kept
     size_t line = 0;    // where the table starts in the config file, for messages
 };
@@ -37,9 +37,9 @@ enum class LogThreshold { Error, Warning, Info, Debug };
 inline constexpr size_t kMaxUpstreams = 64;
 
 struct Config {
-    std::vector<SocketAddress> listen;     // empty: 127.0.0.1:53 and [::1]:53
-    std::vector<SocketAddress> upstreams;  // empty: from resolv-file, else /etc/resolv.conf
-    std::vector<ForwardZone> forwards;     // [[forward]] tables, in file order
+    std::vector<SocketAddress> listen;       // empty: 127.0.0.1:53 and [::1]:53
+    std::vector<UpstreamAddress> upstreams;  // empty: from resolv-file, else /etc/resolv.conf
+    std::vector<ForwardZone> forwards;       // [[forward]] tables, in file order
     // Where upstreams come from when none is given (dnsmasq's resolv-file): empty means
     // /etc/resolv.conf. Watched: a changed file switches upstreams within a second.
     std::string resolv_file;
@@ -76,6 +76,20 @@ struct Config {
     uint32_t tcp_idle_timeout_ms = 10000;
     uint32_t tcp_read_timeout_ms = 5000;   // a query's first byte to its last
     uint32_t max_upstream_queries = 4096;  // in flight per worker; more get SERVFAIL at once
+    // The worker's pool of UDP sockets for upstream queries: idle sockets kept open per
+    // address family (each on its own random port), and queries a socket carries (one at a
+    // time) before it is closed and replaced by one on a fresh port.
+    uint32_t upstream_sockets = 64;
+    uint32_t upstream_socket_uses = 64;
+    // Upstream TCP and TLS connections (one per worker and server, pipelined) close after
+    // this long with nothing outstanding.
+    uint32_t upstream_idle_timeout_ms = 10'000;
+    // DNS over TLS upstreams (tls://): the CA certificates to trust (empty: the system's),
+    // whether an unauthenticated server may be used (and cleartext when TLS fails), and SPKI
+    // pins that replace the certificate check for the servers they name.
+    std::string tls_ca_file;
+    TlsAuth tls_auth = TlsAuth::Strict;
+    std::vector<SpkiPin> tls_pins;
 
     std::string control = "/run/nscache/control.sock";
     // The NSS module's socket (nss/protocol.h), which also hands out the shared map (a memfd,

@@ -7,12 +7,9 @@
 namespace nscache {
 namespace {
 
-bool same(const std::vector<SocketAddress>& a, const std::vector<SocketAddress>& b) {
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i) {
-        if (!(a[i] == b[i])) return false;
-    }
-    return true;
+template <typename T>
+bool same(const T& a, const T& b) {
+    return a == b;
 }
 
 bool same(const std::vector<Cidr>& a, const std::vector<Cidr>& b) {
@@ -44,9 +41,12 @@ bool same(const std::vector<LocalRecord>& a, const std::vector<LocalRecord>& b) 
     return true;
 }
 
-template <typename T>
-bool same(const T& a, const T& b) {
-    return a == b;
+bool same(const std::vector<SpkiPin>& a, const std::vector<SpkiPin>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+        if (!(a[i].address == b[i].address) || a[i].sha256 != b[i].sha256) return false;
+    }
+    return true;
 }
 
 }  // namespace
@@ -88,6 +88,7 @@ std::vector<std::string> changed_options(const Config& a, const Config& b) {
     NSCACHE_COMPARE("rate-limit", rate_limit);
     NSCACHE_COMPARE("rate-limit-burst", rate_limit_burst);
     NSCACHE_COMPARE("rate-limit-action", rate_limit_action);
+    NSCACHE_COMPARE("tls-pin", tls_pins);
 #undef NSCACHE_COMPARE
     return changed;
 }

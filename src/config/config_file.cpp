@@ -148,7 +148,17 @@ const std::map<std::string, Setter, std::less<>>& setters() {
         {"listen", address_list(&Config::listen, std::nullopt)},
         {"upstream",
          [](const toml::node& n, Config& c) -> std::optional<std::string> {
-             if (auto err = address_list(&Config::upstreams, 53)(n, c)) return err;
+             c.upstreams.clear();
+             auto err = each_string(n, [&](const std::string& text) -> std::optional<std::string> {
+                 auto a = parse_upstream_address(text);
+                 if (!a) {
+                     return "bad upstream '" + text +
+                            "' (expected ADDR[:PORT] or tls://ADDR[:PORT][#NAME])";
+                 }
+                 c.upstreams.push_back(*a);
+                 return std::nullopt;
+             });
+             if (err) return err;
              if (c.upstreams.size() > kMaxUpstreams) {
                  return "at most " + std::to_string(kMaxUpstreams) + " upstreams";
              }
@@ -198,6 +208,46 @@ const std::map<std::string, Setter, std::less<>>& setters() {
              if (auto err = uint_of(n, c.max_upstream_queries, 1'000'000)) return err;
              if (c.max_upstream_queries == 0) return "expected 1 or more";
              return std::nullopt;
+         }},
+        {"upstream-sockets",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             if (auto err = uint_of(n, c.upstream_sockets, 4096)) return err;
+             if (c.upstream_sockets == 0) return "expected 1 or more";
+             return std::nullopt;
+         }},
+        {"upstream-socket-uses",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             if (auto err = uint_of(n, c.upstream_socket_uses, 1'000'000)) return err;
+             if (c.upstream_socket_uses == 0) return "expected 1 or more";
+             return std::nullopt;
+         }},
+        {"upstream-idle-timeout", duration_ms(&Config::upstream_idle_timeout_ms, 3'600'000)},
+        {"tls-ca-file", string_field(&Config::tls_ca_file)},
+        {"tls-auth",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             std::string text;
+             if (auto err = string_of(n, text)) return err;
+             if (text == "strict") {
+                 c.tls_auth = TlsAuth::Strict;
+             } else if (text == "opportunistic") {
+                 c.tls_auth = TlsAuth::Opportunistic;
+             } else {
+                 return "expected \"strict\" or \"opportunistic\"";
+             }
+             return std::nullopt;
+         }},
+        {"tls-pin",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             c.tls_pins.clear();
+             return each_string(n, [&](const std::string& text) -> std::optional<std::string> {
+                 auto pin = parse_spki_pin(text);
+                 if (!pin) {
+                     return "bad pin '" + text +
+                            "' (expected \"ADDR[:PORT] BASE64\", the base64 of a SHA-256)";
+                 }
+                 c.tls_pins.push_back(*pin);
+                 return std::nullopt;
+             });
          }},
         {"control", string_field(&Config::control)},
         {"control-group", string_field(&Config::control_group)},
@@ -267,17 +317,19 @@ const std::map<std::string, Setter, std::less<>>& setters() {
         {"rate-limit-burst",
          [](const toml::node& n, Config& c) { return uint_of(n, c.rate_limit_burst, 10'000'000); }},
         {"rate-limit-action",
-         [](const toml::node& n, Config& c) -> std::optional<std::string> {
-             auto text = n.value<std::string>();
-             if (text && *text == "drop") {
-                 c.rate_limit_action = RateLimitAction::Drop;
-             } else if (text && *text == "truncate") {
-                 c.rate_limit_action = RateLimitAction::Truncate;
-             } else {
-                 return "expected \"drop\" or \"truncate\"";
-             }
-             return std::nullopt;
-         }},
+         [](const toml::node& n, Config& c) -> std::
+                                                optional<std::string> {
+                                                    auto text = n.value<std::string>();
+                                                    if (text && *text == "drop") {
+                                                        c.rate_limit_action = RateLimitAction::Drop;
+                                                    } else if (text && *text == "truncate") {
+                                                        c.rate_limit_action =
+                                                            RateLimitAction::Truncate;
+                                                    } else {
+                                                        return "expected \"drop\" or \"truncate\"";
+                                                    }
+                                                    return std::nullopt;
+                                                }},
     };
     return table;
 }
@@ -320,8 +372,11 @@ std::optional<ConfigError> apply_forwards(const std::string& path, const toml::n
             } else if (k == "upstreams") {
                 err =
                     each_string(value, [&](const std::string& text) -> std::optional<std::string> {
-                        auto address = parse_socket_address(text, 53);
-                        if (!address) return "bad address '" + text + "' (expected ADDR[:PORT])";
+                        auto address = parse_upstream_address(text);
+                        if (!address) {
+                            return "bad address '" + text +
+                                   "' (expected ADDR[:PORT] or tls://ADDR[:PORT][#NAME])";
+                        }
                         zone.upstreams.push_back(*address);
                         return std::nullopt;
                     });

@@ -64,7 +64,7 @@ std::optional<ConfigError> resolve_defaults(Config& config, const std::string& r
     std::string error;
     auto found = read_resolv_nameservers(path, config.listen, error);
     if (!found) return ConfigError{error + "; set upstream = [...] or --upstream"};
-    config.upstreams = std::move(*found);
+    config.upstreams.assign(found->begin(), found->end());
     config.upstreams_from_resolv_conf = true;
     config.resolv_conf_path = path;
     return std::nullopt;

@@ -26,6 +26,19 @@ size_t write_upstream_query(const UpstreamQuestion& q, uint16_t id, uint16_t udp
     return n + kOptRecordSize;
 }
 
+size_t pad_upstream_query(std::span<uint8_t> out, size_t length) {
+    constexpr uint16_t kPaddingOption = 12;
+    const size_t unpadded = length + 4;
+    const size_t pad = (kPaddingBlock - unpadded % kPaddingBlock) % kPaddingBlock;
+    uint8_t* option = out.data() + length;
+    write_u16(option, kPaddingOption);
+    write_u16(option + 2, static_cast<uint16_t>(pad));
+    std::memset(option + 4, 0, pad);
+    // The OPT record's RDLENGTH: the last two bytes before its (empty) RDATA.
+    write_u16(out.data() + length - 2, static_cast<uint16_t>(4 + pad));
+    return unpadded + pad;
+}
+
 bool answers_question(Bytes msg, uint16_t id, const UpstreamQuestion& q) {
     if (msg.size() < kHeaderSize) return false;
     const Header h = read_header(msg);

@@ -25,6 +25,13 @@ inline constexpr size_t kMaxUpstreamQuery = kHeaderSize + kMaxNameLength + 4 + 1
 size_t write_upstream_query(const UpstreamQuestion& q, uint16_t id, uint16_t udp_size,
                             std::span<uint8_t> out);
 
+// Pads a query from write_upstream_query (its OPT record last) to a multiple of 128 octets
+// with an EDNS Padding option (RFC 7830, block size per RFC 8467 §4.1), as DNS over TLS
+// queries are sent. `out` must hold kMaxPaddedUpstreamQuery bytes. Returns the new length.
+inline constexpr size_t kPaddingBlock = 128;
+inline constexpr size_t kMaxPaddedUpstreamQuery = kMaxUpstreamQuery + 4 + kPaddingBlock;
+size_t pad_upstream_query(std::span<uint8_t> out, size_t length);
+
 // True when `msg` is a response (QR=1, opcode QUERY) with our ID and exactly our question
 // (name compared without regard to case). Anything else is a forgery or a stray.
 bool answers_question(Bytes msg, uint16_t id, const UpstreamQuestion& q);

@@ -24,6 +24,10 @@ SettingsPtr make_settings(const Config& c, std::shared_ptr<const upstream::Routi
     o.local_ttl_s = c.local_ttl_s;
     o.chaos_version = c.chaos_version;
     o.chaos_id = c.chaos_id;
+    o.udp_pool.idle_sockets = c.upstream_sockets;
+    o.udp_pool.max_uses = c.upstream_socket_uses;
+    o.stream_idle_timeout_ms = c.upstream_idle_timeout_ms;
+    o.tls_auth = c.tls_auth;
     s->tcp = TcpLimits{.idle_timeout_ms = c.tcp_idle_timeout_ms,
                        .read_timeout_ms = c.tcp_read_timeout_ms,
                        .max_connections = c.max_tcp_connections,

@@ -1,5 +1,6 @@
 // One worker's UDP listening socket: reads queries in batches with recvmmsg, answers the
-// cache hits of a batch with one sendmmsg. Misses are answered later with sendto.
+// cache hits of a batch with one sendmmsg. Answers to misses, which come later, are gathered
+// over one turn of the event loop and sent with one sendmmsg when the turn ends.
 #pragma once
 
 #include <sys/socket.h>
@@ -21,7 +22,10 @@ class UdpSocket final : public EventHandler {
 
     int fd() const { return fd_; }
     void on_event(uint32_t events) override;
-    void send_to(const sockaddr* peer, socklen_t peer_len, std::span<const uint8_t> reply);
+    // Queues an answer that was not ready when its query came; sent by flush_later_replies()
+    // (or at once when the queue is full).
+    void send_later(const sockaddr* peer, socklen_t peer_len, std::span<const uint8_t> reply);
+    void flush_later_replies();
 
   private:
     static constexpr int kBatch = 32;
@@ -30,6 +34,7 @@ class UdpSocket final : public EventHandler {
     // Returns how many datagrams were read.
     int process_batch();
     void send_replies(int from, int to);
+    void send_batch(mmsghdr* msgs, int from, int to);
 
     const int fd_;
     const uint16_t index_;
@@ -43,6 +48,13 @@ class UdpSocket final : public EventHandler {
     sockaddr_storage peers_[kBatch];
     mmsghdr out_msgs_[kBatch];
     iovec out_iov_[kBatch];
+
+    // Answers to misses waiting for the end of the loop's turn.
+    std::vector<uint8_t> later_;  // kBatch * max_answer_
+    mmsghdr later_msgs_[kBatch];
+    iovec later_iov_[kBatch];
+    sockaddr_storage later_peers_[kBatch];
+    int later_count_ = 0;
 };
 
 }  // namespace nscache::server

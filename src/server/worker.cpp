@@ -111,6 +111,9 @@ Worker::Worker(uint32_t index, ServerShared& shared, WorkerCounters& counters,
     for (int fd : tcp_fds) {
         acceptors_.push_back(std::make_unique<TcpAcceptor>(fd, loop_, settings_, tcp_, counters_));
     }
+    loop_.set_turn_end([this] {
+        for (auto& socket : udp_) socket->flush_later_replies();
+    });
 }
 
 Worker::~Worker() {
@@ -143,8 +146,8 @@ void Worker::adopt_posted_settings() {
 
 void Worker::send_reply(const PendingClient& client, std::span<const uint8_t> reply) {
     if (client.transport == Transport::Udp) {
-        udp_[client.udp_socket]->send_to(reinterpret_cast<const sockaddr*>(&client.peer),
-                                         client.peer_len, reply);
+        udp_[client.udp_socket]->send_later(reinterpret_cast<const sockaddr*>(&client.peer),
+                                            client.peer_len, reply);
         return;
     }
     if (TcpConnection* connection = tcp_.find(client.tcp_connection)) {

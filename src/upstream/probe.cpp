@@ -20,11 +20,18 @@ dns::UpstreamQuestion probe_question() {
 }  // namespace
 
 UpstreamProbe::UpstreamProbe(EventLoop& loop, UpstreamSet& upstreams, size_t index,
-                             uint16_t edns_size)
-    : loop_(loop), upstreams_(upstreams), index_(index), edns_size_(edns_size) {}
+                             uint16_t edns_size, StreamConnection* tls)
+    : loop_(loop), upstreams_(upstreams), index_(index), edns_size_(edns_size), tls_(tls) {}
 
 UpstreamProbe::~UpstreamProbe() {
     close_socket();
+    if (stream_pending_) tls_->cancel(id_, this);
+}
+
+void UpstreamProbe::on_stream_answer(dns::Bytes, uint32_t) {
+    stream_pending_ = false;
+    const uint64_t rtt_ms = loop_.now_ms() - sent_at_ms_;
+    upstreams_.record_answer(index_, static_cast<uint32_t>(rtt_ms * 1000), loop_.now_ms());
 }
 
 void UpstreamProbe::close_socket() {
@@ -35,6 +42,14 @@ void UpstreamProbe::close_socket() {
 }
 
 void UpstreamProbe::send() {
+    if (tls_ != nullptr) {
+        if (stream_pending_ && loop_.now_ms() - sent_at_ms_ < kProbeTimeoutMs) return;
+        if (stream_pending_) tls_->cancel(id_, this);
+        static const dns::UpstreamQuestion question = probe_question();
+        stream_pending_ = tls_->send(question, this, id_);
+        sent_at_ms_ = loop_.now_ms();
+        return;
+    }
     if (fd_ >= 0 && loop_.now_ms() - sent_at_ms_ < kProbeTimeoutMs) return;
     close_socket();
     const SocketAddress& to = upstreams_.at(index_).address;

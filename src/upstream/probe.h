@@ -1,18 +1,22 @@
 // Background health probe for an upstream marked down: every second one query for the root
-// NS set, off the client path. The first matching answer marks the upstream up again.
+// NS set, off the client path, over UDP, or over the worker's TLS connection to a tls://
+// upstream. The first matching answer marks the upstream up again.
 // Lives on one worker's event loop; internal to upstream/.
 #pragma once
 
 #include <cstdint>
 
 #include "common/event_loop.h"
+#include "upstream/stream_connection.h"
 #include "upstream/upstream_set.h"
 
 namespace nscache::upstream {
 
-class UpstreamProbe final : public EventHandler {
+class UpstreamProbe final : public EventHandler, public StreamConnection::Waiter {
   public:
-    UpstreamProbe(EventLoop& loop, UpstreamSet& upstreams, size_t index, uint16_t edns_size);
+    // `tls`: the connection to probe a tls:// upstream over (null: UDP).
+    UpstreamProbe(EventLoop& loop, UpstreamSet& upstreams, size_t index, uint16_t edns_size,
+                  StreamConnection* tls = nullptr);
     ~UpstreamProbe();
 
     // Sends a probe unless one is outstanding; an unanswered one is dropped after a second.
@@ -22,6 +26,8 @@ class UpstreamProbe final : public EventHandler {
         if (upstreams_.at(index_).down.load(std::memory_order_relaxed)) send();
     }
     void on_event(uint32_t events) override;
+    void on_stream_answer(dns::Bytes msg, uint32_t rtt_us) override;
+    void on_stream_failed() override { stream_pending_ = false; }
 
   private:
     void close_socket();
@@ -34,6 +40,8 @@ class UpstreamProbe final : public EventHandler {
     EventLoop::Registration registration_ = EventLoop::kNoRegistration;
     uint16_t id_ = 0;
     uint64_t sent_at_ms_ = 0;
+    StreamConnection* const tls_;
+    bool stream_pending_ = false;
 };
 
 }  // namespace nscache::upstream

@@ -21,7 +21,11 @@ Resolver::Resolver(uint32_t worker, EventLoop& loop, ResolverShared& shared, Com
       sink_(sink),
       counters_(counters),
       routing_(std::move(routing)),
-      options_(shared.options) {
+      options_(shared.options),
+      udp_pool_(loop, counters, shared.options.udp_pool),
+      streams_(
+          loop, counters, shared.tls,
+          StreamOptions{shared.options.stream_idle_timeout_ms, shared.options.edns_buffer_size}) {
     // One worker probes upstreams marked down, so each gets one probe a second, not N.
     if (worker_ == 0) {
         rebuild_probes();
@@ -32,7 +36,13 @@ Resolver::Resolver(uint32_t worker, EventLoop& loop, ResolverShared& shared, Com
 void Resolver::apply(std::shared_ptr<const Routing> routing, const ResolverOptions& options) {
     routing_ = std::move(routing);
     options_ = options;
-    if (worker_ == 0) rebuild_probes();
+    std::vector<const UpstreamServer*> servers;
+    for (const ForwardRule& rule : routing_->rules()) {
+        for (size_t i = 0; i < rule.upstreams->size(); ++i)
+            servers.push_back(&rule.upstreams->at(i));
+    }
+    if (worker_ == 0) rebuild_probes();  // first: an old probe may still hold a connection
+    streams_.forget_others(servers);
 }
 
 // One probe per distinct server, however many rules name it.
@@ -41,11 +51,12 @@ void Resolver::rebuild_probes() {
     std::vector<const UpstreamServer*> seen;
     for (const ForwardRule& rule : routing_->rules()) {
         for (size_t i = 0; i < rule.upstreams->size(); ++i) {
-            const UpstreamServer* server = &rule.upstreams->at(i);
-            if (std::find(seen.begin(), seen.end(), server) != seen.end()) continue;
-            seen.push_back(server);
+            UpstreamServer& server = rule.upstreams->at(i);
+            if (std::find(seen.begin(), seen.end(), &server) != seen.end()) continue;
+            seen.push_back(&server);
+            StreamConnection* tls = server.tls ? streams_.tls(rule.upstreams->shared(i)) : nullptr;
             probes_.push_back(std::make_unique<UpstreamProbe>(loop_, *rule.upstreams, i,
-                                                              options_.edns_buffer_size));
+                                                              options_.edns_buffer_size, tls));
         }
     }
 }

@@ -20,6 +20,9 @@
 #include "upstream/inflight.h"
 #include "upstream/question.h"
 #include "upstream/routing.h"
+#include "upstream/stream_connection.h"
+#include "upstream/tls_client.h"
+#include "upstream/udp_socket_pool.h"
 #include "upstream/upstream_set.h"
 
 namespace nscache::upstream {
@@ -35,6 +38,9 @@ struct ResolverOptions {
     uint32_t local_ttl_s = 300;  // local names, localhost, NXDOMAIN zones kept local
     std::string chaos_version;   // empty: CHAOS queries are REFUSED
     std::string chaos_id;
+    UdpPoolOptions udp_pool;
+    uint64_t stream_idle_timeout_ms = 10'000;  // upstream TCP and TLS connections
+    TlsAuth tls_auth = TlsAuth::Strict;
 };
 
 // What the resolvers of all workers share. Settings that a reload changes (the routing and
@@ -45,6 +51,7 @@ struct ResolverShared {
     InflightTable inflight;
     std::vector<CompletionQueue*> queues;  // indexed by worker
     FailureCache failures{options.failures};
+    const TlsClient* tls = nullptr;  // null: no tls:// upstream
 };
 
 class UpstreamQuery;
@@ -70,6 +77,10 @@ class Resolver final : public Forwarder {
     const ResolverOptions& options() const { return options_; }
     size_t outstanding() const { return queries_.size(); }
 
+    // The worker's upstream sockets, for its UpstreamQuerys.
+    UdpSocketPool& udp_pool() { return udp_pool_; }
+    StreamPool& streams() { return streams_; }
+
     // Called by an UpstreamQuery when it is done; destroys it.
     void finished(UpstreamQuery* query, std::shared_ptr<const cache::PreparedAnswer> answer);
 
@@ -92,6 +103,10 @@ class Resolver final : public Forwarder {
     WorkerCounters& counters_;
     std::shared_ptr<const Routing> routing_;
     ResolverOptions options_;
+    // Before queries_: queries hand their sockets back, and leave their connections, when
+    // they are destroyed.
+    UdpSocketPool udp_pool_;
+    StreamPool streams_;
     std::unordered_map<UpstreamQuery*, std::unique_ptr<UpstreamQuery>> queries_;
     std::vector<std::unique_ptr<UpstreamProbe>> probes_;
     EventLoop::TimerHandle probe_timer_ = EventLoop::kNoTimer;

@@ -106,12 +106,23 @@ LocalRecordData rdata_of(uint16_t type, const std::string& value) {
 
 }  // namespace
 
-std::shared_ptr<UpstreamServer> UpstreamRegistry::get(const SocketAddress& address) {
+std::shared_ptr<UpstreamServer> UpstreamRegistry::get(const UpstreamAddress& address,
+                                                      const std::vector<SpkiPin>& pins) {
+    std::string pin;
+    for (const auto& p : pins) {
+        if (address.tls && p.address == address.address) pin = p.sha256;
+    }
     for (const auto& weak : known_) {
-        if (auto server = weak.lock(); server && server->address == address) return server;
+        auto server = weak.lock();
+        if (server && server->address == address.address && server->tls == address.tls &&
+            server->tls_peer.auth_name == address.auth_name &&
+            server->tls_peer.spki_sha256 == pin) {
+            return server;
+        }
     }
     std::erase_if(known_, [](const auto& w) { return w.expired(); });
     auto server = std::make_shared<UpstreamServer>(address);
+    server->tls_peer.spki_sha256 = pin;
     known_.push_back(server);
     return server;
 }
@@ -119,11 +130,11 @@ std::shared_ptr<UpstreamServer> UpstreamRegistry::get(const SocketAddress& addre
 std::shared_ptr<const Routing> Routing::build(const Config& config, UpstreamRegistry& known,
                                               const std::vector<HostsEntry>& hosts) {
     auto routing = std::make_shared<Routing>();
-    auto set_of = [&known](const std::vector<SocketAddress>& addresses) {
+    auto set_of = [&known, &config](const std::vector<UpstreamAddress>& addresses) {
         // An address listed twice is one server: RFC 9520's per-server limit counts it once.
         std::vector<std::shared_ptr<UpstreamServer>> servers;
         for (const auto& a : addresses) {
-            auto server = known.get(a);
+            auto server = known.get(a, config.tls_pins);
             if (std::find(servers.begin(), servers.end(), server) == servers.end()) {
                 servers.push_back(std::move(server));
             }

@@ -54,7 +54,10 @@ struct Route {
 // Upstream servers by address, kept across rebuilds (only touched by the thread that builds).
 class UpstreamRegistry {
   public:
-    std::shared_ptr<UpstreamServer> get(const SocketAddress& address);
+    // The server at `address` (with its TLS name and SPKI pin, from `pins`), the one already
+    // known when its address, transport and name are the same.
+    std::shared_ptr<UpstreamServer> get(const UpstreamAddress& address,
+                                        const std::vector<SpkiPin>& pins);
 
   private:
     std::vector<std::weak_ptr<UpstreamServer>> known_;

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 
-#include "common/clock.h"
 #include "common/random.h"
 #include "dns/response.h"
 #include "upstream/resolver.h"
@@ -17,12 +17,16 @@ namespace {
 
 // Attempts per query at most, whatever the upstreams do: a query never spins.
 constexpr int kMaxAttempts = 12;
-// UDP attempts listened to at once; the oldest is given up when a fifth goes out.
-constexpr size_t kMaxOpenAttempts = 4;
 // The wait doubles with each retry up to this.
 constexpr uint64_t kMaxAttemptWaitMs = 1500;
 // Datagrams read per readiness event before returning to the loop.
 constexpr int kMaxReadsPerEvent = 16;
+
+uint64_t monotonic_us() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+}
 
 bool same_endpoint(const sockaddr_storage& from, socklen_t from_len, const SocketAddress& want) {
     return SocketAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&from), from_len) == want;
@@ -52,8 +56,8 @@ UpstreamQuery::UpstreamQuery(Resolver& owner, EventLoop& loop, ResolverShared& s
 
 UpstreamQuery::~UpstreamQuery() {
     loop_.cancel_timer(timer_);
-    for (auto& attempt : udp_) close_attempt(*attempt);
-    close_tcp();
+    for (size_t k = 0; k < udp_count_; ++k) close_attempt(udp_at(k));
+    if (stream_ != nullptr) stream_->cancel(stream_id_, this);
 }
 
 void UpstreamQuery::start() {
@@ -76,22 +80,22 @@ void UpstreamQuery::arm_timer(uint64_t wait_ms) {
     });
 }
 
-void UpstreamQuery::close_attempt(UdpAttempt& attempt) {
-    if (attempt.fd < 0) return;
-    loop_.forget(attempt.registration);  // the socket is ours alone: close() leaves epoll
-    close(attempt.fd);
-    attempt.fd = -1;
+void UpstreamQuery::close_attempt(UdpAttempt& attempt, bool answered) {
+    if (attempt.socket == nullptr) return;
+    owner_.udp_pool().release(attempt.socket, answered);
+    attempt.socket = nullptr;
 }
 
 void UpstreamQuery::close_attempts(int answered_by) {
-    for (auto& attempt : udp_) {
-        if (attempt->fd >= 0 && attempt->upstream != answered_by) {
+    for (size_t k = 0; k < udp_count_; ++k) {
+        UdpAttempt& attempt = udp_at(k);
+        if (attempt.socket != nullptr && attempt.upstream != answered_by) {
             bump(counters_.upstream_timeouts);
-            upstreams_.record_timeout(static_cast<size_t>(attempt->upstream), loop_.now_ms());
+            upstreams_.record_timeout(static_cast<size_t>(attempt.upstream), loop_.now_ms());
         }
-        close_attempt(*attempt);
+        close_attempt(attempt);
     }
-    udp_.clear();
+    udp_count_ = 0;
 }
 
 uint64_t UpstreamQuery::unresponsive_mask() const {
@@ -125,201 +129,170 @@ void UpstreamQuery::next_attempt() {
     }
     tried_ |= uint64_t{1} << upstream;
     ++udp_sent_[upstream];
-    auto attempt = send_udp(upstream);
-    if (!attempt) {
+    UpstreamServer& server = upstreams_.at(static_cast<size_t>(upstream));
+    if (server.tls) {
+        StreamConnection* tls =
+            owner_.streams().tls(upstreams_.shared(static_cast<size_t>(upstream)));
+        // Strict: TLS or nothing. Opportunistic: cleartext while TLS cannot be had.
+        const bool cleartext =
+            tls == nullptr ||
+            (owner_.options().tls_auth == TlsAuth::Opportunistic && tls->backing_off());
+        if (!cleartext) {
+            if (!send_stream(upstream, *tls, true)) {
+                bump(counters_.upstream_errors);
+                arm_timer(0);
+            }
+            return;
+        }
+        if (tls == nullptr || owner_.options().tls_auth == TlsAuth::Strict) {
+            arm_timer(0);
+            return;
+        }
+    }
+    if (udp_count_ == kMaxOpenAttempts) {  // the oldest is given up for the new one
+        UdpAttempt& oldest = udp_at(0);
+        if (oldest.socket != nullptr) {
+            bump(counters_.upstream_timeouts);
+            upstreams_.record_timeout(static_cast<size_t>(oldest.upstream), loop_.now_ms());
+        }
+        close_attempt(oldest);
+        udp_head_ = (udp_head_ + 1) % kMaxOpenAttempts;
+        --udp_count_;
+    }
+    if (!send_udp(upstream, udp_at(udp_count_))) {
         bump(counters_.upstream_errors);
         // Try the next one on the loop's next turn rather than recursing here.
         arm_timer(0);
         return;
     }
-    if (udp_.size() == kMaxOpenAttempts) {
-        UdpAttempt& oldest = *udp_.front();
-        if (oldest.fd >= 0) {
-            bump(counters_.upstream_timeouts);
-            upstreams_.record_timeout(static_cast<size_t>(oldest.upstream), loop_.now_ms());
-        }
-        close_attempt(oldest);
-        udp_.erase(udp_.begin());
-    }
-    udp_.push_back(std::move(attempt));
+    ++udp_count_;
     const uint64_t base = upstreams_.attempt_timeout_ms(static_cast<size_t>(upstream));
     arm_timer(std::min(base << std::min(attempts_ - 1, 4), kMaxAttemptWaitMs));
 }
 
-std::unique_ptr<UpstreamQuery::UdpAttempt> UpstreamQuery::send_udp(int upstream) {
+bool UpstreamQuery::send_udp(int upstream, UdpAttempt& attempt) {
     UpstreamServer& server = upstreams_.at(static_cast<size_t>(upstream));
-    auto attempt = std::make_unique<UdpAttempt>();
-    attempt->query = this;
-    attempt->upstream = upstream;
-    attempt->fd = socket(server.address.family(), SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (attempt->fd < 0) return nullptr;
-    if (!loop_.add(attempt->fd, EPOLLIN, attempt.get(), attempt->registration)) {
-        close(attempt->fd);
-        return nullptr;
-    }
-    attempt->id = secure_random_u16();
+    attempt.query = this;
+    attempt.upstream = upstream;
+    const SocketAddress& to = server.udp_address();
+    attempt.socket = owner_.udp_pool().acquire(to.family(), &attempt);
+    if (attempt.socket == nullptr) return false;
+    attempt.id = secure_random_u16();
     uint8_t wire[dns::kMaxUpstreamQuery];
-    const size_t n = dns::write_upstream_query(question_.wire(), attempt->id,
+    const size_t n = dns::write_upstream_query(question_.wire(), attempt.id,
                                                owner_.options().edns_buffer_size, wire);
-    // An unconnected socket: the kernel binds it to a random ephemeral port on this first
-    // send, and we see (and count) datagrams from any source instead of the kernel hiding them.
-    const ssize_t sent =
-        sendto(attempt->fd, wire, n, 0, server.address.sa(), server.address.length);
+    // An unconnected socket: we see (and count) datagrams from any source instead of the
+    // kernel hiding them, and a forgery from anywhere retires the socket.
+    const ssize_t sent = sendto(attempt.socket->fd(), wire, n, 0, to.sa(), to.length);
     if (sent != static_cast<ssize_t>(n)) {
-        close_attempt(*attempt);
-        return nullptr;
+        close_attempt(attempt);
+        return false;
     }
-    attempt->sent_at_us = monotonic_us();
+    attempt.sent_at_us = monotonic_us();
     sent_any_ = true;
     bump(counters_.upstream_queries);
     server.queries.fetch_add(1, std::memory_order_relaxed);
-    return attempt;
+    return true;
 }
 
 void UpstreamQuery::on_udp_readable(UdpAttempt& attempt) {
-    const SocketAddress& want = upstreams_.at(static_cast<size_t>(attempt.upstream)).address;
+    const SocketAddress& want = upstreams_.at(static_cast<size_t>(attempt.upstream)).udp_address();
     for (int i = 0; i < kMaxReadsPerEvent; ++i) {
         sockaddr_storage from{};
         socklen_t from_len = sizeof from;
-        const ssize_t n = recvfrom(attempt.fd, tls_datagram, sizeof tls_datagram, 0,
+        const ssize_t n = recvfrom(attempt.socket->fd(), tls_datagram, sizeof tls_datagram, 0,
                                    reinterpret_cast<sockaddr*>(&from), &from_len);
         if (n < 0) return;  // EAGAIN, or an error we wait out
         const dns::Bytes msg(tls_datagram, static_cast<size_t>(n));
         if (!same_endpoint(from, from_len, want) ||
             !dns::answers_question(msg, attempt.id, question_.wire())) {
-            // Forged or stray: the real answer may still come, so keep waiting.
+            // Forged or stray: the real answer may still come, so keep waiting, but this port
+            // is known to someone now and is not used again.
             bump(counters_.dropped_mismatched);
+            owner_.udp_pool().taint(attempt.socket);
             continue;
         }
-        // This attempt is answered; whatever comes next, its socket is done.
-        close_attempt(attempt);
-        on_answer(msg, attempt.upstream, attempt.sent_at_us, false);
+        // This attempt is answered: its socket may serve another query.
+        close_attempt(attempt, true);
+        upstreams_.record_answer(static_cast<size_t>(attempt.upstream),
+                                 static_cast<uint32_t>(monotonic_us() - attempt.sent_at_us),
+                                 loop_.now_ms());
+        on_answer(msg, attempt.upstream, nullptr);
         return;  // on_answer moved on (retry, TCP, or finished and destroyed us)
     }
 }
 
-void UpstreamQuery::close_tcp() {
-    if (tcp_fd_ < 0) return;
-    loop_.forget(tcp_registration_);
-    close(tcp_fd_);
-    tcp_fd_ = -1;
-    tcp_state_ = TcpState::Idle;
+void UpstreamQuery::cancel_stream(int answered_by) {
+    if (stream_ == nullptr) return;
+    stream_->cancel(stream_id_, this);
+    stream_ = nullptr;
+    // A tls:// upstream's main transport: its silence counts as UDP silence does.
+    if (stream_tls_ && stream_upstream_ != answered_by) {
+        bump(counters_.upstream_timeouts);
+        upstreams_.record_timeout(static_cast<size_t>(stream_upstream_), loop_.now_ms());
+    }
+}
+
+bool UpstreamQuery::send_stream(int upstream, StreamConnection& connection, bool tls) {
+    cancel_stream(-1);
+    if (!connection.send(question_.wire(), this, stream_id_)) return false;
+    stream_ = &connection;
+    stream_upstream_ = upstream;
+    stream_tls_ = tls;
+    sent_any_ = true;
+    upstreams_.at(static_cast<size_t>(upstream)).queries.fetch_add(1, std::memory_order_relaxed);
+    // A connection still to be made (and a TLS handshake) takes a round trip or two more.
+    const uint64_t base = upstreams_.attempt_timeout_ms(static_cast<size_t>(upstream));
+    arm_timer(std::min<uint64_t>(connection.open() ? base << std::min(attempts_ - 1, 4) : 3 * base,
+                                 3 * kMaxAttemptWaitMs));
+    return true;
 }
 
 void UpstreamQuery::start_tcp(int upstream) {
     // The UDP attempts are answered as far as we care: the answer is too big for UDP.
-    for (auto& attempt : udp_) close_attempt(*attempt);
-    udp_.clear();
-    close_tcp();
+    for (size_t k = 0; k < udp_count_; ++k) close_attempt(udp_at(k));
+    udp_count_ = 0;
     if (tcp_sent_[upstream] >= kMaxTriesPerServer) {  // RFC 9520 §3.1, per transport too
         next_attempt();
         return;
     }
     ++tcp_sent_[upstream];
     bump(counters_.upstream_tcp_retries);
-    const SocketAddress& to = upstreams_.at(static_cast<size_t>(upstream)).address;
-    tcp_upstream_ = upstream;
-    tcp_fd_ = socket(to.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (tcp_fd_ < 0 || !loop_.add(tcp_fd_, EPOLLOUT, this, tcp_registration_) ||
-        (connect(tcp_fd_, to.sa(), to.length) != 0 && errno != EINPROGRESS)) {
-        if (tcp_fd_ >= 0) close(tcp_fd_);
-        tcp_fd_ = -1;
+    const auto& server = upstreams_.shared(static_cast<size_t>(upstream));
+    if (!send_stream(upstream, owner_.streams().tcp(server), false)) {
         bump(counters_.upstream_errors);
         next_attempt();
-        return;
-    }
-    tcp_state_ = TcpState::Connecting;
-    // A connection and an exchange: two round trips.
-    arm_timer(2 * upstreams_.attempt_timeout_ms(static_cast<size_t>(upstream)));
-}
-
-void UpstreamQuery::on_event(uint32_t events) {
-    on_tcp_event(events);
-}
-
-void UpstreamQuery::on_tcp_event(uint32_t events) {
-    auto fail = [this] {
-        close_tcp();
-        bump(counters_.upstream_errors);
-        next_attempt();
-    };
-    if (tcp_state_ == TcpState::Connecting) {
-        int error = 0;
-        socklen_t len = sizeof error;
-        getsockopt(tcp_fd_, SOL_SOCKET, SO_ERROR, &error, &len);
-        if (error != 0 || (events & (EPOLLERR | EPOLLHUP))) {
-            fail();
-            return;
-        }
-        tcp_id_ = secure_random_u16();
-        uint8_t wire[2 + dns::kMaxUpstreamQuery];
-        const size_t n =
-            dns::write_upstream_query(question_.wire(), tcp_id_, owner_.options().edns_buffer_size,
-                                      std::span<uint8_t>(wire + 2, sizeof wire - 2));
-        dns::write_u16(wire, static_cast<uint16_t>(n));
-        // A fresh connection's send buffer takes a few hundred bytes whole.
-        if (send(tcp_fd_, wire, n + 2, MSG_NOSIGNAL) != static_cast<ssize_t>(n + 2)) {
-            fail();
-            return;
-        }
-        bump(counters_.upstream_queries);
-        upstreams_.at(static_cast<size_t>(tcp_upstream_))
-            .queries.fetch_add(1, std::memory_order_relaxed);
-        tcp_state_ = TcpState::Reading;
-        tcp_buffer_.assign(2, 0);
-        tcp_have_ = 0;
-        loop_.modify(tcp_registration_, EPOLLIN);
-        return;
-    }
-    // Reading: a 2-byte length, then the message (RFC 1035 §4.2.2).
-    for (;;) {
-        const ssize_t n =
-            recv(tcp_fd_, tcp_buffer_.data() + tcp_have_, tcp_buffer_.size() - tcp_have_, 0);
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-        if (n <= 0) {
-            fail();
-            return;
-        }
-        tcp_have_ += static_cast<size_t>(n);
-        if (tcp_have_ < tcp_buffer_.size()) continue;
-        if (tcp_buffer_.size() == 2) {
-            const uint16_t length = dns::read_u16(tcp_buffer_.data());
-            if (length < dns::kHeaderSize) {
-                fail();
-                return;
-            }
-            tcp_buffer_.resize(2 + length);
-            continue;
-        }
-        const dns::Bytes msg(tcp_buffer_.data() + 2, tcp_buffer_.size() - 2);
-        if (!dns::answers_question(msg, tcp_id_, question_.wire())) {
-            bump(counters_.dropped_mismatched);
-            fail();
-            return;
-        }
-        on_answer(msg, tcp_upstream_, 0, true);
-        return;
     }
 }
 
-void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, uint64_t sent_at_us, bool over_tcp) {
-    const auto server = static_cast<size_t>(upstream);
-    // One exchange per connection: whatever this answer turns out to be, its socket is done.
-    // (`msg` lives in tcp_buffer_, which close_tcp() keeps.)
-    if (over_tcp) close_tcp();
-    UpstreamServer& from = upstreams_.at(server);
+void UpstreamQuery::on_stream_answer(dns::Bytes msg, uint32_t rtt_us) {
+    StreamConnection* connection = stream_;
+    const int upstream = stream_upstream_;
+    stream_ = nullptr;
+    if (rtt_us > 0 && stream_tls_) {
+        upstreams_.record_answer(static_cast<size_t>(upstream), rtt_us, loop_.now_ms());
+    }
+    on_answer(msg, upstream, connection);
+}
+
+void UpstreamQuery::on_stream_failed() {
+    stream_ = nullptr;
+    bump(counters_.upstream_errors);
+    next_attempt();
+}
+
+void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, StreamConnection* stream) {
+    UpstreamServer& from = upstreams_.at(static_cast<size_t>(upstream));
     from.answers.fetch_add(1, std::memory_order_relaxed);
     if (!dns::scan_response(msg, tls_scan)) {
         bump(counters_.upstream_errors);
         from.errors.fetch_add(1, std::memory_order_relaxed);
+        // A connection that carried a broken message is not trusted with the next one.
+        if (stream != nullptr) stream->reset();
         next_attempt();
         return;
     }
-    if (!over_tcp) {
-        upstreams_.record_answer(server, static_cast<uint32_t>(monotonic_us() - sent_at_us),
-                                 loop_.now_ms());
-    }
-    if (tls_scan.header.has(dns::flag::TC) && !over_tcp) {
+    if (tls_scan.header.has(dns::flag::TC) && stream == nullptr) {
         start_tcp(upstream);
         return;
     }
@@ -346,7 +319,7 @@ void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, uint64_t sent_at_us,
 void UpstreamQuery::finish(std::shared_ptr<const cache::PreparedAnswer> answer, int answered_by) {
     loop_.cancel_timer(timer_);
     close_attempts(answered_by);
-    close_tcp();
+    cancel_stream(answered_by);
     if (!answer || !is_final_rcode(answer->rcode)) {
         upstreams_.counters().failures.fetch_add(1, std::memory_order_relaxed);
     }

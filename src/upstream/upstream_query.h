@@ -1,11 +1,15 @@
 // One question sent upstream, from first send to final answer. Each attempt goes out over UDP
-// from a fresh socket (so a fresh random source port) with a fresh random ID; an answer is
-// accepted only from that attempt's upstream address and port, with its ID and our question.
+// from a socket of the worker's pool that no other query holds (so its own random source
+// port) with a fresh random ID; an answer is accepted only from that attempt's upstream
+// address and port, with its ID and our question.
 // After an attempt's wait (a few smoothed RTTs, doubling with every retry) the next attempt
 // goes to the next upstream, but earlier attempts stay open: a slow upstream's late answer
 // still counts. No address gets more than kMaxTriesPerServer queries per transport for one
 // client query (RFC 9520 §3.1): after that it counts as unresponsive for this query and only
-// the others are asked. TC=1 switches to TCP; the query deadline ends it all.
+// the others are asked. TC=1 switches to TCP on the worker's connection to that server
+// (kept open and pipelined, RFC 7766); a tls:// upstream is asked over the worker's TLS
+// connection to it instead of UDP (opportunistic mode: over UDP while that connection cannot
+// be made). The query deadline ends it all.
 // Lives on one worker's event loop; internal to upstream/.
 #pragma once
 
@@ -20,6 +24,8 @@
 #include "dns/wire.h"
 #include "upstream/failure_cache.h"
 #include "upstream/question.h"
+#include "upstream/stream_connection.h"
+#include "upstream/udp_socket_pool.h"
 #include "upstream/upstream_set.h"
 
 namespace nscache::upstream {
@@ -27,7 +33,7 @@ namespace nscache::upstream {
 class Resolver;
 struct ResolverShared;
 
-class UpstreamQuery final : public EventHandler {
+class UpstreamQuery final : public StreamConnection::Waiter {
   public:
     // RFC 9520 §3.1: a first try and two retries per server address and transport.
     static constexpr uint8_t kMaxTriesPerServer = 3;
@@ -38,8 +44,9 @@ class UpstreamQuery final : public EventHandler {
     ~UpstreamQuery();
 
     void start();
-    // TCP socket events (UDP attempts have handlers of their own).
-    void on_event(uint32_t events) override;
+    // StreamConnection::Waiter: the TCP or TLS exchange.
+    void on_stream_answer(dns::Bytes msg, uint32_t rtt_us) override;
+    void on_stream_failed() override;
 
     const Question& question() const { return question_; }
     // Holds what `upstreams` belongs to (a reload may retire it meanwhile), and whether the
@@ -57,30 +64,34 @@ class UpstreamQuery final : public EventHandler {
     const std::string& key() const { return key_; }
 
   private:
-    // One UDP send and its socket.
-    struct UdpAttempt final : EventHandler {
+    // One UDP send and the pool socket it holds until answered or given up.
+    struct UdpAttempt final : UdpSocketPool::Receiver {
         UpstreamQuery* query = nullptr;
-        int fd = -1;
-        EventLoop::Registration registration = EventLoop::kNoRegistration;
+        UdpSocketPool::Socket* socket = nullptr;
         int upstream = -1;
         uint16_t id = 0;
         uint64_t sent_at_us = 0;
 
-        void on_event(uint32_t) override { query->on_udp_readable(*this); }
+        void on_readable() override { query->on_udp_readable(*this); }
     };
 
     void next_attempt();
-    std::unique_ptr<UdpAttempt> send_udp(int upstream);
-    void close_attempt(UdpAttempt& attempt);
+    // Sends attempt `attempt` (a free slot of udp_) to `upstream`; false if it could not.
+    bool send_udp(int upstream, UdpAttempt& attempt);
+    // Hands the attempt's socket back: reusable when `answered`, closed otherwise.
+    void close_attempt(UdpAttempt& attempt, bool answered = false);
     // Closes every open attempt; those to upstreams other than `answered_by` count as timeouts.
     void close_attempts(int answered_by);
     void on_udp_readable(UdpAttempt& attempt);
     void start_tcp(int upstream);
-    void on_tcp_event(uint32_t events);
+    // Sends over `connection` (replacing any stream attempt still open); false if it is full.
+    bool send_stream(int upstream, StreamConnection& connection, bool tls);
+    // Gives up the stream attempt, if any; a TLS one not answered counts as a timeout.
+    void cancel_stream(int answered_by);
     void arm_timer(uint64_t wait_ms);
-    // A message that passed the source, ID and question checks.
-    void on_answer(dns::Bytes msg, int upstream, uint64_t sent_at_us, bool over_tcp);
-    void close_tcp();
+    // A message that passed the source, ID and question checks. `stream`: the connection
+    // it came on (null for UDP).
+    void on_answer(dns::Bytes msg, int upstream, StreamConnection* stream);
     // Ends the query; `this` is destroyed when it returns.
     void finish(std::shared_ptr<const cache::PreparedAnswer> answer, int answered_by);
 
@@ -95,10 +106,19 @@ class UpstreamQuery final : public EventHandler {
     // Bit i: upstream i has had its kMaxTriesPerServer UDP queries.
     uint64_t unresponsive_mask() const;
 
-    std::vector<std::unique_ptr<UdpAttempt>> udp_;  // open attempts, oldest first
-    uint64_t tried_ = 0;                            // bit i: upstream i tried in this round
+    // UDP attempts listened to at once; the oldest is given up when a fifth goes out. A ring
+    // in place (the pool's sockets point at their attempt, so attempts never move), oldest
+    // at udp_head_: no allocation per attempt.
+    static constexpr size_t kMaxOpenAttempts = 4;
+    UdpAttempt udp_[kMaxOpenAttempts];
+    size_t udp_head_ = 0;
+    size_t udp_count_ = 0;
+    UdpAttempt& udp_at(size_t k) { return udp_[(udp_head_ + k) % kMaxOpenAttempts]; }
+    uint64_t tried_ = 0;  // bit i: upstream i tried in this round
     int attempts_ = 0;
-    uint8_t udp_sent_[64] = {};  // queries per upstream address, this client query
+    // Queries per upstream address and transport, this client query: UDP (or TLS for a
+    // tls:// upstream), and TCP after TC=1.
+    uint8_t udp_sent_[64] = {};
     uint8_t tcp_sent_[64] = {};
     bool sent_any_ = false;  // a query left for some upstream (not only failed sends)
     std::shared_ptr<const void> set_owner_;
@@ -106,15 +126,11 @@ class UpstreamQuery final : public EventHandler {
     uint64_t deadline_ms_ = 0;
     EventLoop::TimerHandle timer_ = EventLoop::kNoTimer;
 
-    // TCP (after TC=1): one exchange at a time.
-    enum class TcpState { Idle, Connecting, Reading };
-    TcpState tcp_state_ = TcpState::Idle;
-    int tcp_fd_ = -1;
-    EventLoop::Registration tcp_registration_ = EventLoop::kNoRegistration;
-    int tcp_upstream_ = -1;
-    uint16_t tcp_id_ = 0;
-    std::vector<uint8_t> tcp_buffer_;
-    size_t tcp_have_ = 0;
+    // The exchange over a worker's TCP or TLS connection: one at a time.
+    StreamConnection* stream_ = nullptr;
+    uint16_t stream_id_ = 0;
+    int stream_upstream_ = -1;
+    bool stream_tls_ = false;
 
     // The last error answer (SERVFAIL, REFUSED...), relayed if no upstream does better.
     std::shared_ptr<const cache::PreparedAnswer> fallback_;

@@ -13,8 +13,44 @@ constexpr uint32_t kMaxAttemptTimeoutMs = 1000;
 
 }  // namespace
 
+namespace {
+
+SocketAddress cleartext_of(const UpstreamAddress& a) {
+    SocketAddress c = a.address;
+    if (a.tls) c.set_port(53);
+    return c;
+}
+
+// The address without its port, as the certificate's IP SAN would hold it.
+std::string ip_text(const SocketAddress& a) {
+    std::string text = a.to_string();
+    const size_t colon = text.rfind(':');
+    text = text.substr(0, colon);
+    if (!text.empty() && text.front() == '[') text = text.substr(1, text.size() - 2);
+    return text;
+}
+
+}  // namespace
+
+UpstreamServer::UpstreamServer(const UpstreamAddress& a)
+    : address(a.address), tls(a.tls), cleartext(cleartext_of(a)) {
+    tls_peer.auth_name = a.auth_name;
+    tls_peer.ip = ip_text(a.address);
+}
+
 UpstreamSet::UpstreamSet(const std::vector<SocketAddress>& addresses) {
     for (const auto& a : addresses) servers_.push_back(std::make_shared<UpstreamServer>(a));
+}
+
+UpstreamSet::UpstreamSet(const std::vector<UpstreamAddress>& addresses,
+                         const std::vector<SpkiPin>& pins) {
+    for (const auto& a : addresses) {
+        auto server = std::make_shared<UpstreamServer>(a);
+        for (const auto& pin : pins) {
+            if (pin.address == a.address) server->tls_peer.spki_sha256 = pin.sha256;
+        }
+        servers_.push_back(std::move(server));
+    }
 }
 
 int UpstreamSet::choose(uint64_t tried, uint64_t now_ms) const {

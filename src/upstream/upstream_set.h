@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config/address.h"
+#include "upstream/tls_client.h"
 
 namespace nscache::upstream {
 
@@ -21,9 +22,18 @@ inline constexpr uint32_t kDownAfterFailures = 3;
 inline constexpr uint64_t kRttDecayMs = 10'000;
 
 struct UpstreamServer {
-    explicit UpstreamServer(const SocketAddress& a) : address(a) {}
+    explicit UpstreamServer(const SocketAddress& a) : address(a), cleartext(a) {}
+    explicit UpstreamServer(const UpstreamAddress& a);
 
+    // Where queries go: ADDR:PORT, over UDP (TCP after TC=1), or over TLS when `tls`.
     const SocketAddress address;
+    const bool tls = false;
+    TlsPeer tls_peer;  // what a TLS server must prove
+    // Where UDP and TCP queries go: `address`, or port 53 of a tls:// upstream's address
+    // (opportunistic mode's cleartext fallback).
+    const SocketAddress cleartext;
+    const SocketAddress& udp_address() const { return cleartext; }
+
     std::atomic<uint32_t> srtt_us{0};  // 0: not measured yet
     std::atomic<uint64_t> srtt_updated_ms{0};
     std::atomic<uint32_t> consecutive_failures{0};
@@ -51,6 +61,9 @@ class UpstreamSet {
     // their health goes with them.
     explicit UpstreamSet(std::vector<std::shared_ptr<UpstreamServer>> servers)
         : servers_(std::move(servers)) {}
+    // `pins`: SPKI pins by address (RFC 7858 §4.2), for tls:// upstreams.
+    explicit UpstreamSet(const std::vector<UpstreamAddress>& addresses,
+                         const std::vector<SpkiPin>& pins = {});
 
     size_t size() const { return servers_.size(); }
     UpstreamServer& at(size_t i) { return *servers_[i]; }

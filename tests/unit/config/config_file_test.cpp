@@ -159,3 +159,56 @@ TEST(ResolveDefaults, SkipsOwnAddressInResolvConf) {
 
 }  // namespace
 }  // namespace nscache
+
+namespace nscache {
+namespace {
+
+TEST(UpstreamAddress, PlainAndTlsForms) {
+    auto plain = parse_upstream_address("192.0.2.1");
+    ASSERT_TRUE(plain);
+    EXPECT_FALSE(plain->tls);
+    EXPECT_EQ(plain->port(), 53);
+    auto tls = parse_upstream_address("tls://192.0.2.1#dns.example");
+    ASSERT_TRUE(tls);
+    EXPECT_TRUE(tls->tls);
+    EXPECT_EQ(tls->port(), 853);
+    EXPECT_EQ(tls->auth_name, "dns.example");
+    EXPECT_EQ(tls->to_string(), "tls://192.0.2.1:853#dns.example");
+    auto v6 = parse_upstream_address("tls://[2001:db8::1]:8853");
+    ASSERT_TRUE(v6);
+    EXPECT_EQ(v6->port(), 8853);
+    EXPECT_TRUE(v6->auth_name.empty());
+    EXPECT_FALSE(parse_upstream_address("tls://192.0.2.1#"));
+    EXPECT_FALSE(parse_upstream_address("tls://192.0.2.1#bad name"));
+    EXPECT_FALSE(parse_upstream_address("https://192.0.2.1"));
+}
+
+TEST(UpstreamAddress, TlsSettingsFromTheFile) {
+    Config c;
+    const std::string pin = "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";  // SHA-256 of ""
+    ASSERT_FALSE(
+        load_config_text("upstream = [\"tls://192.0.2.1#dns.example\"]\n"
+                         "tls-auth = \"opportunistic\"\n"
+                         "tls-ca-file = \"/etc/ca.pem\"\n"
+                         "tls-pin = [\"192.0.2.1 " +
+                             pin + "\"]\n",
+                         "test", c));
+    ASSERT_EQ(c.upstreams.size(), 1u);
+    EXPECT_TRUE(c.upstreams[0].tls);
+    EXPECT_EQ(c.tls_auth, TlsAuth::Opportunistic);
+    EXPECT_EQ(c.tls_ca_file, "/etc/ca.pem");
+    ASSERT_EQ(c.tls_pins.size(), 1u);
+    EXPECT_EQ(c.tls_pins[0].address.port(), 853);
+    EXPECT_EQ(static_cast<uint8_t>(c.tls_pins[0].sha256[0]), 0xe3);
+    auto err = load_config_text("tls-pin = [\"192.0.2.1 AAAA\"]\n", "test", c);
+    ASSERT_TRUE(err);
+    EXPECT_NE(err->message.find("bad pin"), std::string::npos);
+    err = load_config_text("tls-auth = \"sometimes\"\n", "test", c);
+    ASSERT_TRUE(err);
+    err = load_config_text("upstream = [\"tls://x#y\"]\n", "test", c);
+    ASSERT_TRUE(err);
+    EXPECT_NE(err->message.find("bad upstream"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nscache

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cstring>
 
 #include "dns/name.h"
+#include "dns/query.h"
 #include "wire_builder.h"
 
 namespace nscache::dns {
@@ -28,6 +30,35 @@ TEST(WriteUpstreamQuery, IsAQueryWeCanParse) {
     EXPECT_TRUE(h.has(flag::RD));
     EXPECT_EQ(h.arcount, 1);
     EXPECT_EQ(n, 12u + 18 + 4 + 11);
+}
+
+TEST(PadUpstreamQuery, PadsToA128OctetBlockInsideTheOptRecord) {
+    Fixture f;
+    std::array<uint8_t, kMaxPaddedUpstreamQuery> out{};
+    const size_t plain = write_upstream_query(f.question(), 7, 1232, out);
+    const size_t n = pad_upstream_query(out, plain);
+    EXPECT_EQ(n, 128u);
+    // The query still parses, and its OPT record holds exactly one option: Padding (12).
+    const ParsedQuery parsed = parse_query(Bytes(out.data(), n));
+    EXPECT_EQ(parsed.verdict, QueryVerdict::Ok);
+    EXPECT_TRUE(parsed.query.edns.present);
+    const size_t rdlength = read_u16(&out[plain - 2]);
+    EXPECT_EQ(plain + rdlength - 4, n - 4);
+    EXPECT_EQ(read_u16(&out[plain]), 12);
+    EXPECT_EQ(read_u16(&out[plain + 2]), n - plain - 4);
+    // A long name (three 63-octet labels) still fits the buffer and ends on a block boundary.
+    NameBuffer longest;
+    longest.length = 0;
+    while (size_t{longest.length} + 64 <= kMaxNameLength - 1) {
+        longest.bytes[longest.length] = 63;
+        std::memset(longest.bytes + longest.length + 1, 'a', 63);
+        longest.length = static_cast<uint8_t>(longest.length + 64);
+    }
+    longest.bytes[longest.length++] = 0;
+    const UpstreamQuestion big{longest.view(), rtype::A, kClassIN, false, false};
+    const size_t m = pad_upstream_query(out, write_upstream_query(big, 7, 1232, out));
+    EXPECT_EQ(m % 128, 0u);
+    EXPECT_LE(m, kMaxPaddedUpstreamQuery);
 }
 
 WireBuilder answer_for(uint16_t id, std::string_view qname, uint16_t qtype) {

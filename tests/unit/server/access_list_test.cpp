@@ -1,5 +1,6 @@
 #include "server/access_list.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 
 #include <string_view>
@@ -26,6 +27,29 @@ TEST(AccessList, ReachesBeyondLoopback) {
     EXPECT_TRUE(list_of({"::/0"}).reaches_beyond_loopback());
     EXPECT_TRUE(list_of({"::1/127"}).reaches_beyond_loopback());
     EXPECT_TRUE(list_of({"::ffff:0.0.0.0/96"}).reaches_beyond_loopback());
+}
+
+sockaddr_storage v4(const char* text) {
+    sockaddr_storage ss{};
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    a->sin_family = AF_INET;
+    inet_pton(AF_INET, text, &a->sin_addr);
+    return ss;
+}
+
+TEST(AccessList, LoopbackFastPathOnlyWhenAllOf127IsAllowed) {
+    const auto allows = [](const AccessList& l, const char* ip) {
+        const sockaddr_storage ss = v4(ip);
+        return l.allows(reinterpret_cast<const sockaddr*>(&ss));
+    };
+    const AccessList all = list_of({"127.0.0.0/8", "::1/128"});
+    EXPECT_TRUE(allows(all, "127.0.0.1"));
+    EXPECT_TRUE(allows(all, "127.9.8.7"));
+    EXPECT_FALSE(allows(all, "192.0.2.1"));
+    const AccessList one = list_of({"127.0.0.2/32"});
+    EXPECT_TRUE(allows(one, "127.0.0.2"));
+    EXPECT_FALSE(allows(one, "127.0.0.3"));
+    EXPECT_FALSE(allows(list_of({}), "127.0.0.1"));
 }
 
 }  // namespace

@@ -6,9 +6,10 @@ namespace nscache::upstream {
 namespace {
 
 UpstreamSet three() {
-    return UpstreamSet({*parse_socket_address("192.0.2.1:53", std::nullopt),
-                        *parse_socket_address("192.0.2.2:53", std::nullopt),
-                        *parse_socket_address("192.0.2.3:53", std::nullopt)});
+    return UpstreamSet(
+        std::vector<SocketAddress>{*parse_socket_address("192.0.2.1:53", std::nullopt),
+                                   *parse_socket_address("192.0.2.2:53", std::nullopt),
+                                   *parse_socket_address("192.0.2.3:53", std::nullopt)});
 }
 
 TEST(UpstreamSet, PrefersFastestHealthyUntried) {

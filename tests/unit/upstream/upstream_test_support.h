@@ -124,7 +124,7 @@ struct ResolverHarness {
 
     std::shared_ptr<const Routing> make_routing() {
         Config c;
-        c.upstreams = addresses();
+        for (const auto& a : addresses()) c.upstreams.push_back(a);
         c.forward_private_zones = true;  // the tests ask .test names only
         return Routing::build(c, registry);
     }

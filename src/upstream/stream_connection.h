@@ -1,0 +1,167 @@
+// One worker's long-lived connection to one upstream over TCP (RFC 7766) or TLS (RFC 7858):
+// queries from any of the worker's UpstreamQuerys are pipelined on it, each with an ID no
+// other query on the connection holds, and answers are matched by ID and question in
+// whatever order they come. The connection opens on the first query, closes after
+// `idle_timeout_ms` with nothing outstanding, and reconnects on the next query; a connect or
+// handshake that fails makes the next try wait (backoff doubling from 50 ms to 5 s), and
+// queries sent meanwhile wait for it. When the connection drops, every query still on it is
+// told, so it can be sent again.
+//
+// Over TLS, queries are padded to a multiple of 128 octets (RFC 8467 §4.1), the server must
+// authenticate (TlsClient::authenticated) unless the mode is opportunistic, and the session
+// the server hands out is offered again on the next connect (resumption).
+//
+// Lives on one worker's event loop; owned by the worker's Resolver (StreamPool below), so it
+// outlives every query that uses it. Internal to upstream/.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/counters.h"
+#include "common/event_loop.h"
+#include "config/address.h"
+#include "dns/response.h"
+#include "upstream/tls_client.h"
+#include "upstream/upstream_set.h"
+
+struct ssl_st;
+struct ssl_session_st;
+
+namespace nscache::upstream {
+
+struct StreamOptions {
+    uint64_t idle_timeout_ms = 10'000;
+    uint16_t edns_buffer_size = 1232;
+};
+
+class StreamConnection final : public EventHandler {
+  public:
+    // Whoever sent a query hears back exactly once: an answer, or that the connection failed.
+    // Neither is called from inside send().
+    class Waiter {
+      public:
+        // `msg` passed the ID and question checks; it is valid only during the call.
+        // `rtt_us` is 0 when the query waited for the connection to open.
+        virtual void on_stream_answer(dns::Bytes msg, uint32_t rtt_us) = 0;
+        virtual void on_stream_failed() = 0;
+
+      protected:
+        ~Waiter() = default;
+    };
+
+    // `tls` null: plain TCP. `peer` says what a TLS server must prove.
+    StreamConnection(EventLoop& loop, WorkerCounters& counters, const SocketAddress& address,
+                     const TlsClient* tls, TlsPeer peer, StreamOptions options);
+    ~StreamConnection();
+    StreamConnection(const StreamConnection&) = delete;
+    StreamConnection& operator=(const StreamConnection&) = delete;
+
+    // Queues a query for `question` (which must outlive the query) and returns its ID in
+    // `id`; false when the connection holds too many queries already.
+    bool send(const dns::UpstreamQuestion& question, Waiter* waiter, uint16_t& id);
+    // `waiter` no longer wants the answer to `id` (its ID stays taken until the answer comes).
+    void cancel(uint16_t id, const Waiter* waiter);
+    // Drops the connection (a broken answer came on it); every query on it is told.
+    void reset();
+
+    // A connect or handshake failed lately and the next one waits: opportunistic TLS goes to
+    // cleartext meanwhile.
+    bool backing_off() const { return state_ == State::Backoff; }
+    bool open() const { return state_ == State::Open; }
+    size_t outstanding() const { return pending_.size(); }
+    const SocketAddress& address() const { return address_; }
+
+    void on_event(uint32_t events) override;
+
+  private:
+    enum class State { Closed, Backoff, Connecting, Handshaking, Open };
+    struct Pending {
+        Waiter* waiter = nullptr;  // null: cancelled, the answer is dropped
+        dns::UpstreamQuestion question;
+        uint64_t sent_at_us = 0;  // 0: written before the connection was open
+    };
+
+    void connect_now();
+    void on_connected();
+    void on_handshake();
+    // Closes the socket; `failed` starts or lengthens the backoff. Every waiter is told.
+    void drop(bool failed);
+    // Writes what it can; false when the connection failed (waiters hear of it soon).
+    bool flush();
+    void read_answers();
+    // Frames in rbuf_; false when the connection was dropped meanwhile.
+    bool process_frames();
+    void update_interest();
+    void arm_idle_timer();
+    // A failure found inside send(): waiters hear of it from the loop, never from send().
+    void fail_soon();
+    void after_open();
+    // Bytes in/out through TLS or the socket; <0 with errno EAGAIN, 0 at EOF.
+    ssize_t raw_read(uint8_t* buf, size_t len);
+    ssize_t raw_write(const uint8_t* buf, size_t len);
+
+    EventLoop& loop_;
+    WorkerCounters& counters_;
+    const SocketAddress address_;
+    const TlsClient* const tls_;
+    const TlsPeer peer_;
+    const StreamOptions options_;
+
+    State state_ = State::Closed;
+    int fd_ = -1;
+    EventLoop::Registration registration_ = EventLoop::kNoRegistration;
+    ssl_st* ssl_ = nullptr;
+    ssl_session_st* session_ = nullptr;  // the last session the server gave us
+    bool want_write_ = false;            // TLS needs the socket writable to go on
+    uint32_t interest_ = 0;
+    uint64_t generation_ = 0;  // counts drops, so a loop can tell it was cut short
+    uint32_t failures_ = 0;    // connects in a row that did not reach Open
+    uint32_t live_ = 0;        // pending queries whose waiter still wants the answer
+    EventLoop::TimerHandle timer_ = EventLoop::kNoTimer;  // idle, backoff or connect deadline
+
+    std::unordered_map<uint16_t, Pending> pending_;
+    std::vector<uint8_t> wbuf_;  // framed queries not yet written
+    size_t woff_ = 0;
+    std::vector<uint8_t> rbuf_;
+    size_t rhave_ = 0;
+};
+
+// The worker's stream connections: one TCP and one TLS connection per upstream server at
+// most, made on first use. An entry holds its server, so a server a reload dropped cannot be
+// freed and its address reused by another server while a connection to it is still here.
+class StreamPool {
+  public:
+    StreamPool(EventLoop& loop, WorkerCounters& counters, const TlsClient* tls,
+               StreamOptions options)
+        : loop_(loop), counters_(counters), tls_(tls), options_(options) {}
+
+    // To the server's cleartext address (its TCP fallback).
+    StreamConnection& tcp(const std::shared_ptr<UpstreamServer>& server);
+    // nullptr when the daemon has no TLS context.
+    StreamConnection* tls(const std::shared_ptr<UpstreamServer>& server);
+
+    // After a reload: closes the connections to servers that `keep` does not name and that
+    // carry no query (those that do are looked at again on the next call).
+    void forget_others(const std::vector<const UpstreamServer*>& keep);
+
+  private:
+    struct Entry {
+        std::shared_ptr<UpstreamServer> server;
+        std::unique_ptr<StreamConnection> connection;
+    };
+    using Map = std::unordered_map<const UpstreamServer*, Entry>;
+    void forget_others(Map& map, const std::vector<const UpstreamServer*>& keep);
+
+    EventLoop& loop_;
+    WorkerCounters& counters_;
+    const TlsClient* const tls_;
+    const StreamOptions options_;
+    Map tcp_;
+    Map tls_connections_;
+};
+
+}  // namespace nscache::upstream

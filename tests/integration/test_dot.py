@@ -1,0 +1,254 @@
+"""DNS over TLS upstreams (RFC 7858, issue 11) against a real unbound serving DoT on
+loopback with a certificate from a CA this module makes: answers, authentication by name,
+CA and SPKI pin in strict mode, opportunistic mode, session resumption, reconnection when the
+server restarts, and pipelined queries answered out of order on one connection."""
+
+import base64
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+import dns.rcode
+import pytest
+
+from dnshelpers import a_addrs, make_query, many_udp, udp, wait_until
+from dotserver import ReversingDotServer
+
+UNBOUND = shutil.which("unbound") or "/usr/sbin/unbound"
+OPENSSL = shutil.which("openssl") or "/usr/bin/openssl"
+NAMES = 80
+
+pytestmark = pytest.mark.skipif(not os.path.exists(UNBOUND), reason="unbound is not installed")
+
+
+def sh(*args, cwd):
+    subprocess.run(args, cwd=cwd, check=True, capture_output=True, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """A test CA and a server certificate for dns.test and 127.0.0.1, and the SPKI pin."""
+    d = tmp_path_factory.mktemp("pki")
+    sh(OPENSSL, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+       "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=nscache test CA", cwd=d)
+    sh(OPENSSL, "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+       "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=dns.test", cwd=d)
+    (d / "ext.cnf").write_text("subjectAltName=DNS:dns.test,IP:127.0.0.1\n")
+    sh(OPENSSL, "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+       "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "ext.cnf", cwd=d)
+    pub = subprocess.run([OPENSSL, "x509", "-in", d / "server.pem", "-pubkey", "-noout"],
+                         check=True, capture_output=True).stdout
+    der = subprocess.run([OPENSSL, "pkey", "-pubin", "-outform", "der"], input=pub, check=True,
+                         capture_output=True).stdout
+    digest = subprocess.run([OPENSSL, "dgst", "-sha256", "-binary"], input=der, check=True,
+                            capture_output=True).stdout
+    return {"dir": d, "ca": d / "ca.pem", "cert": d / "server.pem", "key": d / "server.key",
+            "pin": base64.b64encode(digest).decode()}
+
+
+def free_tcp_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Unbound:
+    """unbound answering DNS over TLS on 127.0.0.1:port from local data."""
+
+    def __init__(self, pki, workdir, port):
+        self.port = port
+        self.conf = workdir / "unbound.conf"
+        data = "\n".join(f'  local-data: "n{i}.dot.test. 300 IN A 192.0.2.{i % 250 + 1}"'
+                         for i in range(NAMES))
+        self.conf.write_text(f"""server:
+  interface: 127.0.0.1@{port}
+  tls-port: {port}
+  tls-service-key: "{pki['key']}"
+  tls-service-pem: "{pki['cert']}"
+  port: {port}
+  do-ip6: no
+  do-udp: no
+  do-daemonize: no
+  username: ""
+  chroot: ""
+  directory: "{workdir}"
+  pidfile: ""
+  use-syslog: no
+  logfile: ""
+  verbosity: 0
+  num-threads: 1
+  module-config: "iterator"
+  access-control: 127.0.0.0/8 allow
+  local-zone: "dot.test." static
+{data}
+remote-control:
+  control-enable: no
+""")
+        self.proc = None
+
+    def start(self):
+        self.proc = subprocess.Popen([UNBOUND, "-d", "-c", str(self.conf)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     start_new_session=True)
+        ok = wait_until(lambda: self._listening() or self.proc.poll() is not None, timeout=10)
+        assert ok and self.proc.poll() is None, f"unbound did not start: {self.proc.stderr.read()}"
+        return self
+
+    def _listening(self):
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+            return True
+        except OSError:
+            return False
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def unbound(pki, tmp_path_factory):
+    u = Unbound(pki, tmp_path_factory.mktemp("unbound"), free_tcp_port()).start()
+    yield u
+    u.stop()
+
+
+def dot(unbound, name="dns.test"):
+    return f"tls://127.0.0.1:{unbound.port}" + (f"#{name}" if name else "")
+
+
+def test_answers_over_tls(daemon, unbound, pki):
+    d = daemon(dot(unbound), config=f'tls-ca-file = "{pki["ca"]}"\n', threads=1)
+    assert a_addrs(udp(d.port, "n1.dot.test", timeout=5)) == ["192.0.2.2"]
+    assert a_addrs(udp(d.port, "n2.dot.test", timeout=5)) == ["192.0.2.3"]
+    s = d.stats()
+    assert s["upstream_tls_handshakes"] == 1, "one connection carries both queries"
+    assert s["upstream_tls_auth_failures"] == 0
+    assert s["upstreams"][0]["queries"] >= 2
+
+
+def test_certificate_names_the_address_when_no_name_is_given(daemon, unbound, pki):
+    d = daemon(dot(unbound, name=None), config=f'tls-ca-file = "{pki["ca"]}"\n', threads=1)
+    assert a_addrs(udp(d.port, "n3.dot.test", timeout=5)) == ["192.0.2.4"]
+
+
+@pytest.mark.parametrize("case", ["wrong-name", "untrusted", "wrong-pin"])
+def test_strict_mode_refuses_an_unauthenticated_server(daemon, unbound, pki, case):
+    config = 'query-timeout = "1s"\nserve-stale = false\n'
+    name = "dns.test"
+    if case == "wrong-name":
+        config += f'tls-ca-file = "{pki["ca"]}"\n'
+        name = "other.test"
+    elif case == "wrong-pin":
+        config += f'tls-pin = ["127.0.0.1:{unbound.port} {base64.b64encode(bytes(32)).decode()}"]\n'
+        config += f'tls-ca-file = "{pki["ca"]}"\n'  # the pin decides, not the CA
+    d = daemon(dot(unbound, name), config=config, threads=1)
+    r = udp(d.port, "n4.dot.test", timeout=5)
+    assert r.rcode() == dns.rcode.SERVFAIL
+    s = d.stats()
+    assert s["upstream_tls_auth_failures"] >= 1
+    assert s["upstream_tls_handshakes"] == 0
+
+
+def test_spki_pin_is_enough_without_a_trusted_ca(daemon, unbound, pki):
+    d = daemon(dot(unbound, "not-in-the-cert.test"),
+               config=f'tls-pin = ["127.0.0.1:{unbound.port} {pki["pin"]}"]\n', threads=1)
+    assert a_addrs(udp(d.port, "n5.dot.test", timeout=5)) == ["192.0.2.6"]
+    assert d.stats()["upstream_tls_auth_failures"] == 0
+
+
+def test_opportunistic_mode_uses_an_unauthenticated_server(daemon, unbound):
+    d = daemon(dot(unbound), config='tls-auth = "opportunistic"\n', threads=1)
+    assert a_addrs(udp(d.port, "n6.dot.test", timeout=5)) == ["192.0.2.7"]
+    s = d.stats()
+    assert s["upstream_tls_auth_failures"] == 1 and s["upstream_tls_handshakes"] == 1
+
+
+def test_session_is_resumed_after_an_idle_close(daemon, unbound, pki):
+    d = daemon(dot(unbound), threads=1,
+               config=f'tls-ca-file = "{pki["ca"]}"\nupstream-idle-timeout = "200ms"\n')
+    assert a_addrs(udp(d.port, "n7.dot.test", timeout=5)) == ["192.0.2.8"]
+    time.sleep(0.5)  # the idle connection closes
+    assert a_addrs(udp(d.port, "n8.dot.test", timeout=5)) == ["192.0.2.9"]
+    s = d.stats()
+    assert s["upstream_tls_handshakes"] == 2
+    assert s["upstream_tls_resumed"] == 1
+
+
+def test_server_restart_mid_load_loses_no_answer(daemon, pki, tmp_path):
+    u = Unbound(pki, tmp_path, free_tcp_port()).start()
+    try:
+        d = daemon(dot(u), threads=1,
+                   config=f'tls-ca-file = "{pki["ca"]}"\nquery-timeout = "5s"\nserve-stale = false\n')
+        failures = []
+        for batch in range(4):
+            if batch == 2:
+                u.stop()
+                u.start()  # the same port: the daemon's connection is gone
+            names = [f"n{i}.dot.test" for i in range(batch * 20, batch * 20 + 20)]
+            replies = many_udp(d.port, [make_query(n) for n in names], timeout=8)
+            for n, r in zip(names, replies):
+                i = int(n.split(".")[0][1:])
+                if r is None or a_addrs(r) != [f"192.0.2.{i % 250 + 1}"]:
+                    failures.append((n, r and dns.rcode.to_text(r.rcode())))
+        assert not failures, f"lost or wrong answers across the restart: {failures}"
+        assert d.stats()["upstream_tls_handshakes"] >= 2
+    finally:
+        u.stop()
+
+
+def test_pipelined_queries_answered_out_of_order(daemon, pki):
+    server = ReversingDotServer(str(pki["cert"]), str(pki["key"]), batch=20).start()
+    try:
+        names = [f"r{i}.dot.test" for i in range(20)]
+        for i, n in enumerate(names):
+            server.records[n + "."] = f"192.0.2.{i + 1}"
+        d = daemon(f"tls://127.0.0.1:{server.port}#dns.test", threads=1,
+                   config=f'tls-ca-file = "{pki["ca"]}"\nquery-timeout = "5s"\n')
+        replies = many_udp(d.port, [make_query(n) for n in names], timeout=8)
+        got = [a_addrs(r) if r is not None else None for r in replies]
+        assert got == [[f"192.0.2.{i + 1}"] for i in range(20)]
+        assert server.connections == 1, "the queries were not pipelined on one connection"
+        assert server.answered_order[:20] != sorted(server.answered_order[:20])
+        assert not server.errors
+        # RFC 8467 §4.1: every query padded to a multiple of 128 octets.
+        assert server.query_sizes and all(n % 128 == 0 for n in server.query_sizes), server.query_sizes
+    finally:
+        server.stop()
+
+
+def test_forward_rule_over_tls_follows_reloads(daemon, unbound, pki, make_fake, nscache):
+    """A [[forward]] may name tls:// servers; a reload that adds a pin, drops the rule or brings
+    it back keeps answering (connections to servers a reload dropped are closed, never reused
+    for another server)."""
+    public = make_fake()
+    public.add("n10.dot.test.", "A", 300, "198.51.100.10")
+    base = f'upstream = ["{public.addr}"]\ntls-ca-file = "{pki["ca"]}"\n'
+    rule = f'\n[[forward]]\ndomains = ["dot.test"]\nupstreams = ["{dot(unbound)}"]\n'
+    d = daemon([], config=base + rule, threads=1)
+    assert a_addrs(udp(d.port, "n11.dot.test", timeout=5)) == ["192.0.2.12"]
+
+    def reload_with(text):
+        (d.workdir / "nscache.toml.new").write_text(text)
+        os.rename(d.workdir / "nscache.toml.new", d.workdir / "nscache.toml")
+        r = subprocess.run([nscache, "reload", "--control", d.control], capture_output=True,
+                           text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+
+    reload_with(base + f'tls-pin = ["127.0.0.1:{unbound.port} {pki["pin"]}"]\n' + rule)
+    assert a_addrs(udp(d.port, "n12.dot.test", timeout=5)) == ["192.0.2.13"]
+    reload_with(base)  # the rule is gone: the public side answers dot.test
+    assert a_addrs(udp(d.port, "n10.dot.test", timeout=5)) == ["198.51.100.10"]
+    reload_with(base + rule)
+    assert a_addrs(udp(d.port, "n13.dot.test", timeout=5)) == ["192.0.2.14"]
+    assert d.stats()["upstream_tls_auth_failures"] == 0
