@@ -22,6 +22,7 @@ uint32_t fit_upstream_queries(uint64_t descriptor_limit, const Config& config, u
     const uint64_t w = std::max(workers, 1u);
     const uint64_t reserved = kFixedDescriptors + uint64_t{config.listen.size()} * 2 * w +
                               config.max_tcp_connections + (config.nss ? kNssDescriptors : 0) +
+                              (config.nscd_socket.empty() ? 0 : kNssDescriptors) +
                               config.upstreams.size() + 2 * w;  // probes, spare descriptors
     const uint64_t left = descriptor_limit > reserved ? descriptor_limit - reserved : 0;
     const uint64_t fits = left / w / kDescriptorsPerUpstreamQuery;

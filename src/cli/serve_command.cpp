@@ -92,6 +92,12 @@ int serve_command(const Args& args) {
             config.user = *value;
         } else if (name == "nss-socket") {
             config.nss_socket = *value;
+        } else if (name == "nscd-socket") {
+            if (!value->empty() && (*value)[0] != '/') {
+                return usage_error("bad --nscd-socket '" + *value +
+                                   "' (expected an absolute path, or '' for off)");
+            }
+            config.nscd_socket = *value;
         } else {
             return usage_error("unknown flag --" + name);
         }

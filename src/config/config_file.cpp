@@ -203,6 +203,26 @@ const std::map<std::string, Setter, std::less<>>& setters() {
         {"control-group", string_field(&Config::control_group)},
         {"nss", bool_field(&Config::nss)},
         {"nss-socket", string_field(&Config::nss_socket)},
+        {"nscd-socket",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             if (auto err = string_of(n, c.nscd_socket)) return err;
+             if (!c.nscd_socket.empty() && c.nscd_socket[0] != '/') {
+                 return "expected an absolute socket path, or \"\" for off";
+             }
+             return std::nullopt;
+         }},
+        {"nscd-other-databases",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             auto text = n.value<std::string>();
+             if (text && *text == "proxy") {
+                 c.nscd_proxy_other_databases = true;
+             } else if (text && *text == "decline") {
+                 c.nscd_proxy_other_databases = false;
+             } else {
+                 return "expected \"proxy\" or \"decline\"";
+             }
+             return std::nullopt;
+         }},
         {"metrics-listen",
          [](const toml::node& n, Config& c) -> std::optional<std::string> {
              if (auto err = string_of(n, c.metrics_listen)) return err;
