@@ -62,10 +62,18 @@ TEST(HostAnswer, FailuresAreTryAgain) {
 }
 
 TEST(CombineAnswers, UnspecFamilyRules) {
-    HostAnswer a{HostStatus::Found, 300, "h", {}, {{{192, 0, 2, 1}}}, {}};
-    HostAnswer nodata{HostStatus::NoData, 60, "", {}, {}, {}};
-    HostAnswer nx{HostStatus::NotFound, 60, "", {}, {}, {}};
-    HostAnswer fail{HostStatus::TryAgain, 0, "", {}, {}, {}};
+    const auto make = [](HostStatus status, uint32_t ttl) {
+        HostAnswer r;
+        r.status = status;
+        r.ttl = ttl;
+        return r;
+    };
+    HostAnswer a = make(HostStatus::Found, 300);
+    a.canonical = "h";
+    a.ipv4 = {{192, 0, 2, 1}};
+    const HostAnswer nodata = make(HostStatus::NoData, 60);
+    const HostAnswer nx = make(HostStatus::NotFound, 60);
+    const HostAnswer fail = make(HostStatus::TryAgain, 0);
     auto r = combine_answers(a, nodata);
     EXPECT_EQ(r.status, HostStatus::Found);
     EXPECT_EQ(r.ttl, 60u);  // kept no longer than the "no AAAA" is known

@@ -1,0 +1,74 @@
+#include "hostdb/hosts_file.h"
+
+#include <gtest/gtest.h>
+
+namespace nscache::hostdb {
+namespace {
+
+constexpr const char* kHosts =
+    "127.0.0.1 localhost\n"
+    "::1 localhost ip6-localhost\n"
+    "# a comment line\n"
+    "192.0.2.1  web.example.test web www  # trailing comment\n"
+    "192.0.2.2  Web.example.test other\n"
+    "2001:db8::1 web.example.test\n"
+    "::ffff:192.0.2.9 mapped\n"
+    "not-an-address bad\n";
+
+TEST(HostsTable, ByNameIsCaseInsensitiveAndMergesLinesWithMulti) {
+    const HostsTable t = HostsTable::parse(kHosts, true);
+    auto r = t.by_name("WEB.example.TEST", 2);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->canonical, "web.example.test");
+    ASSERT_EQ(r->ipv4.size(), 2u);
+    EXPECT_EQ(r->ipv4[1][3], 2);
+    // glibc's merge: the first line's aliases, the later line's aliases, then its name.
+    EXPECT_EQ(r->aliases, (std::vector<std::string>{"web", "www", "other", "Web.example.test"}));
+    EXPECT_TRUE(r->ipv6.empty());
+    EXPECT_TRUE(r->from_hosts_file);
+}
+
+TEST(HostsTable, WithoutMultiOnlyTheFirstLineCounts) {
+    const HostsTable t = HostsTable::parse(kHosts, false);
+    auto r = t.by_name("web.example.test", 2);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->ipv4.size(), 1u);
+}
+
+TEST(HostsTable, FamiliesAsGlibcReadsThem) {
+    const HostsTable t = HostsTable::parse(kHosts, true);
+    // AF_INET: ::1 is read as 127.0.0.1 and a v4-mapped line as its IPv4 address.
+    auto lo = t.by_name("localhost", 2);
+    ASSERT_TRUE(lo);
+    EXPECT_EQ(lo->ipv4.size(), 2u);
+    auto mapped = t.by_name("mapped", 2);
+    ASSERT_TRUE(mapped);
+    EXPECT_EQ(mapped->ipv4[0][3], 9);
+    // AF_INET6: IPv4 lines do not count.
+    auto v6 = t.by_name("web.example.test", 10);
+    ASSERT_TRUE(v6);
+    EXPECT_EQ(v6->ipv6.size(), 1u);
+    EXPECT_FALSE(t.by_name("other", 10));
+    // AF_UNSPEC: both families, no aliases.
+    auto both = t.by_name("web.example.test", 0);
+    ASSERT_TRUE(both);
+    EXPECT_EQ(both->ipv4.size(), 2u);
+    EXPECT_EQ(both->ipv6.size(), 1u);
+    EXPECT_TRUE(both->aliases.empty());
+    EXPECT_FALSE(t.by_name("bad", 0));
+    EXPECT_FALSE(t.by_name("missing", 0));
+}
+
+TEST(HostsTable, ByAddressTakesTheFirstLine) {
+    const HostsTable t = HostsTable::parse(kHosts, true);
+    const uint8_t a[4] = {192, 0, 2, 1};
+    auto r = t.by_addr(2, a);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->canonical, "web.example.test");
+    EXPECT_EQ(r->aliases, (std::vector<std::string>{"web", "www"}));
+    const uint8_t none[4] = {192, 0, 2, 77};
+    EXPECT_FALSE(t.by_addr(2, none));
+}
+
+}  // namespace
+}  // namespace nscache::hostdb
