@@ -192,6 +192,7 @@ int run_daemon(const Config& config) {
         o.socket_path = config.nscd_socket;
         o.proxy_other_databases = config.nscd_proxy_other_databases;
         o.prefetch = config.prefetch;
+        o.map.data_size = static_cast<uint32_t>(config.nscd_map_size);
         nscd_front = std::make_unique<nscd::NscdServer>(resolver_shared, counters[workers + 1],
                                                         nscd_index, o);
         std::string error;

@@ -54,6 +54,8 @@ struct Config {
     // the daemon's own NSS lookups, uncached (true, "proxy"), or declined (false, "decline":
     // glibc asks NSS itself at once).
     bool nscd_proxy_other_databases = true;
+    // The nscd map's data area (a sparse memfd): when full, its live records move to a new one.
+    size_t nscd_map_size = size_t{32} << 20;
     std::string control_group;
     std::string metrics_listen;
     std::vector<Cidr> metrics_allow;  // empty: loopback only

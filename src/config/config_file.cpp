@@ -211,6 +211,20 @@ const std::map<std::string, Setter, std::less<>>& setters() {
              }
              return std::nullopt;
          }},
+        {"nscd-map-size",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             std::optional<size_t> size;
+             if (auto v = integer_of(n)) {
+                 if (*v >= 0) size = static_cast<size_t>(*v);
+             } else if (auto text = n.value<std::string>()) {
+                 size = parse_size(*text);
+             }
+             if (!size || *size < (64u << 10) || *size > (size_t{1} << 30)) {
+                 return "expected a size from 64K to 1G (\"32M\")";
+             }
+             c.nscd_map_size = *size;
+             return std::nullopt;
+         }},
         {"nscd-other-databases",
          [](const toml::node& n, Config& c) -> std::optional<std::string> {
              auto text = n.value<std::string>();

@@ -1,0 +1,121 @@
+"""Fixtures for the nscd front's tests: glibc's own nscd client against the real daemon.
+
+- `nscd_ns` (module): private network + mount namespaces (nsenv.py) with their own /run (so
+  /var/run/nscd is the test's), the test's resolv.conf (nameserver 127.0.0.1, search
+  example.test), hosts and `hosts: files dns`.
+- `ns_nsd` (module): NSD on 127.0.0.1:53 inside them, what `files dns` asks straight.
+- `nscd_daemon`: factory for `nscache serve --nscd-socket /var/run/nscd/socket`, run in the
+  namespaces' mount namespace (its socket and map are theirs) but the host's network, where
+  its upstream, the parent conftest's fake upstream loaded with the same records as NSD,
+  listens on loopback.
+"""
+
+import os
+import sys
+import subprocess
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "nss"))
+
+from nsenv import Namespace, NsdInNamespace, NSD_BIN  # noqa: E402
+from nsspaths import build_dir  # noqa: E402
+
+SOCKET = "/var/run/nscd/socket"
+RESOLV_CONF = "nameserver 127.0.0.1\nsearch example.test\noptions ndots:1 timeout:1 attempts:1\n"
+HOSTS = ("127.0.0.1 localhost\n::1 localhost ip6-localhost\n"
+         "192.0.2.250 fromfiles.example.test fromfiles\n"
+         "198.51.100.200 www.example.test\n")
+NSSWITCH = "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nservices: files\n"
+
+# One table for both servers: (name, type, ttl, rdatas).
+RECORDS = [
+    ("www.example.test.", "A", 300, ["198.51.100.1"]),
+    ("dual.example.test.", "A", 300, ["198.51.100.3"]),
+    ("dual.example.test.", "AAAA", 300, ["2001:db8:53::3"]),
+    ("v6only.example.test.", "AAAA", 300, ["2001:db8:53::6"]),
+    ("alias.example.test.", "CNAME", 300, ["www2.example.test."]),
+    ("www2.example.test.", "A", 300, ["198.51.100.2"]),
+    ("multi.example.test.", "A", 300, ["198.51.100.11", "198.51.100.12", "198.51.100.13"]),
+    ("txtonly.example.test.", "TXT", 300, ['"no address"']),
+    ("short.example.test.", "A", 2, ["198.51.100.77"]),
+    ("1.100.51.198.in-addr.arpa.", "PTR", 300, ["www.example.test."]),
+]
+
+
+def zone_text():
+    lines = ["$ORIGIN example.test.", "$TTL 300",
+             "@ 600 IN SOA ns1 hostmaster 1 3600 900 604800 60", "@ 600 IN NS ns1", "ns1 IN A 127.0.0.1"]
+    for name, rtype, ttl, rdatas in RECORDS:
+        if not name.endswith("example.test."):
+            continue
+        for rd in rdatas:
+            lines.append(f"{name} {ttl} IN {rtype} {rd}")
+    return "\n".join(lines) + "\n"
+
+
+def reverse_zone_text():
+    return ("$ORIGIN 100.51.198.in-addr.arpa.\n$TTL 300\n"
+            "@ 600 IN SOA ns1.example.test. hostmaster.example.test. 1 3600 900 604800 60\n"
+            "@ 600 IN NS ns1.example.test.\n1 IN PTR www.example.test.\n")
+
+
+class Client:
+    def __init__(self, ns, build):
+        self.ns, self.bin = ns, str(build / "nss" / "nscd_client")
+
+    def run(self, *args, timeout=30):
+        return self.ns.run([self.bin, *args], timeout=timeout)
+
+    def out(self, *args):
+        r = self.run(*args)
+        return r.returncode, r.stdout
+
+
+@pytest.fixture(scope="module")
+def nscd_ns(tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    build = build_dir()
+    if not (build / "nss" / "nscd_client").exists():
+        pytest.skip("nscd_client not built")
+    ns = Namespace(tmp_path_factory.mktemp("nscdns"), build / "nss", RESOLV_CONF, HOSTS, NSSWITCH,
+                   private_run=True)
+    try:
+        yield ns
+    finally:
+        ns.stop()
+
+
+@pytest.fixture(scope="module")
+def ns_nsd(nscd_ns, tmp_path_factory):
+    if not os.path.exists(NSD_BIN):
+        pytest.skip("nsd is not installed")
+    nsd = NsdInNamespace(nscd_ns, tmp_path_factory.mktemp("nscd-nsd"),
+                         {"example.test": zone_text(), "100.51.198.in-addr.arpa": reverse_zone_text()})
+    if not nsd.wait_answering("www.example.test"):
+        pytest.fail(f"NSD in the test namespace did not answer:\n{nsd.log_text()}")
+    return nsd
+
+
+@pytest.fixture
+def client(nscd_ns):
+    return Client(nscd_ns, build_dir())
+
+
+@pytest.fixture
+def nscd_daemon(daemon, fake_upstream, nscd_ns, ns_nsd):
+    """Factory: nscd_daemon(config=None) -> Daemon (its upstream: fake_upstream with RECORDS)."""
+    loaded = []
+
+    def start(config=None, extra_args=()):
+        if not loaded:
+            for name, rtype, ttl, rdatas in RECORDS:
+                fake_upstream.add(name, rtype, ttl, *rdatas)
+            loaded.append(True)
+        return daemon([fake_upstream.addr], config=config, threads=1,
+                      extra_args=["--nscd-socket", SOCKET, *extra_args],
+                      wrapper=["nsenter", "-t", str(nscd_ns.pid), "--mount", "--"])
+
+    return start
