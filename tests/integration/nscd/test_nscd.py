@@ -90,6 +90,9 @@ def _flat(obj, prefix=""):
 
 
 def test_warm_lookup_needs_no_system_call(nscd_ns, client, nscd_daemon):
+    # __check_pf keeps its interface list only on a machine with a non-loopback IPv6 address.
+    if nscd_ns.run(["ip", "-6", "addr", "replace", "2001:db8:77::1/64", "dev", "lo"]).returncode != 0:
+        pytest.skip("cannot add an IPv6 address in the test namespace (no iproute2?)")
     nscd_daemon()
     client.out("gai", "dual", "0", "addrconfig")
     r = nscd_ns.run(["strace", "-f", "-e", "trace=socket,connect,sendto,recvmsg,write",
