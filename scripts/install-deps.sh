@@ -10,6 +10,8 @@ packages=(
   googletest libgtest-dev libbenchmark-dev
   # integration tests: a real upstream, real clients, the fake upstream's language
   nsd bind9-dnsutils knot-dnsutils python3 python3-pytest python3-dnspython
+  # the nscd front's tests: trace a warm getaddrinfo, give the test namespace an IPv6 address
+  strace iproute2
   # fuzzing and sanitizers
   clang clang-format libfuzzer-14-dev libclang-rt-14-dev
 )
