@@ -197,8 +197,8 @@ void HostLookup::ask_part(LookupId id, size_t part) {
         const SyntheticQuery synthetic(question.name.view(), question.qtype);
         const dns::Query q = synthetic.query();
         const cache::RenderLimits limits{kMaxAnswer, 1232};
-        const auto hit = shared_.cache.lookup(question.cache_key(), q, loop_.now_ms(), limits,
-                                              scratch_, false);
+        const auto hit =
+            shared_.cache.lookup(question.cache_key(), q, loop_.now_ms(), limits, scratch_, false);
         if (hit.freshness == cache::Freshness::Fresh) {
             part_done(id, part, std::span<const uint8_t>(scratch_.data(), hit.length), true);
             return;
@@ -226,7 +226,8 @@ void HostLookup::deliver(uint64_t cookie, const upstream::ResolveOutcome& outcom
         length = cache::render_answer(outcome.answer->view(), synthetic.query(), 0, false,
                                       cache::RenderLimits{kMaxAnswer, 1232}, scratch_, &truncated);
     }
-    part_done(id, part, std::span<const uint8_t>(scratch_.data(), length), outcome.answer != nullptr);
+    part_done(id, part, std::span<const uint8_t>(scratch_.data(), length),
+              outcome.answer != nullptr);
 }
 
 void HostLookup::part_done(LookupId id, size_t part, std::span<const uint8_t> answer,

@@ -215,8 +215,8 @@ void HostsFile::open(EventLoop& loop, std::function<void()> on_change) {
         // place (and through a bind mount, whose folder events go elsewhere).
         const std::string folder = parent_folder(paths_.hosts);
         if (inotify_add_watch(inotify_fd_, folder.c_str(),
-                              IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE |
-                                  IN_MOVED_FROM | IN_ATTRIB | IN_ONLYDIR) < 0) {
+                              IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM |
+                                  IN_ATTRIB | IN_ONLYDIR) < 0) {
             log_warning("cannot watch %s for changes to %s: %s", folder.c_str(),
                         paths_.hosts.c_str(), std::strerror(errno));
         }
@@ -232,9 +232,9 @@ void HostsFile::open(EventLoop& loop, std::function<void()> on_change) {
 void HostsFile::watch_file() {
     if (inotify_fd_ < 0) return;
     if (file_watch_ >= 0) inotify_rm_watch(inotify_fd_, file_watch_);
-    file_watch_ = inotify_add_watch(
-        inotify_fd_, paths_.hosts.c_str(),
-        IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF);
+    file_watch_ =
+        inotify_add_watch(inotify_fd_, paths_.hosts.c_str(),
+                          IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF);
 }
 
 void HostsFile::on_event(uint32_t) {

@@ -118,8 +118,8 @@ std::optional<std::string> SearchPlan::next() {
                     step_ = Step::Last;  // report() decides
                     return name_;
                 }
-                finish(tried_as_is_   ? saved_
-                       : got_nodata_  ? SearchOutcome::NoData
+                finish(tried_as_is_    ? saved_
+                       : got_nodata_   ? SearchOutcome::NoData
                        : got_servfail_ ? SearchOutcome::ServFail
                                        : SearchOutcome::NotFound);
                 return std::nullopt;

@@ -14,8 +14,8 @@ namespace nscache::hostdb {
 
 struct SearchConfig {
     unsigned ndots = 1;
-    bool defnames = true;     // RES_DEFNAMES: a name without dots gets the search list
-    bool dnsrch = true;       // RES_DNSRCH: so does a name with dots (below ndots)
+    bool defnames = true;       // RES_DEFNAMES: a name without dots gets the search list
+    bool dnsrch = true;         // RES_DNSRCH: so does a name with dots (below ndots)
     bool no_tld_query = false;  // options no-tld-query
     std::vector<std::string> domains;
 };

@@ -127,8 +127,8 @@ std::optional<MapWriter::Entry> MapWriter::place(MapFile& map, RequestType type,
     he.type = static_cast<uint8_t>(type);
     he.first = 1;
     he.len = static_cast<int32_t>(key.size());
-    he.key = *data_ref + static_cast<uint32_t>(sizeof(DataHead)) +
-             static_cast<uint32_t>(dh->recsize);
+    he.key =
+        *data_ref + static_cast<uint32_t>(sizeof(DataHead)) + static_cast<uint32_t>(dh->recsize);
     he.owner = 0;
     he.packet = *data_ref;
     Entry e;
@@ -266,7 +266,8 @@ void MapWriter::flush(uint64_t now_s) {
 }
 
 void MapWriter::heartbeat(uint64_t now_s) {
-    if (current_) store_release(current_->head()->timestamp, now_s - (kMappingTimeout - kStaleAfterS));
+    if (current_)
+        store_release(current_->head()->timestamp, now_s - (kMappingTimeout - kStaleAfterS));
 }
 
 void MapWriter::set_netlink_stamp(uint32_t stamp) {

@@ -60,8 +60,8 @@ class MapFile {
 };
 
 struct MapOptions {
-    uint32_t module = 32749;            // buckets (a prime)
-    uint32_t data_size = 32u << 20;     // bytes; the memfd is sparse, pages come as used
+    uint32_t module = 32749;         // buckets (a prime)
+    uint32_t data_size = 32u << 20;  // bytes; the memfd is sparse, pages come as used
 };
 
 class MapWriter {

@@ -40,9 +40,9 @@ bool is_host_type(int32_t type) {
 }
 
 bool is_other_type(int32_t type) {
-    return type == GETPWBYNAME || type == GETPWBYUID || type == GETGRBYNAME ||
-           type == GETGRBYGID || type == INITGROUPS || type == GETSERVBYNAME ||
-           type == GETSERVBYPORT || type == GETNETGRENT || type == INNETGR;
+    return type == GETPWBYNAME || type == GETPWBYUID || type == GETGRBYNAME || type == GETGRBYGID ||
+           type == INITGROUPS || type == GETSERVBYNAME || type == GETSERVBYPORT ||
+           type == GETNETGRENT || type == INNETGR;
 }
 
 // A string key: NUL-terminated with no NUL inside.
@@ -285,7 +285,8 @@ void NscdServer::start() {
     thread_ = std::thread([this] {
         loop_.refresh_now();
         lookup_.open([this] { flush_map(); });
-        const bool watching = netlink_.open(loop_, [this](uint32_t s) { map_.set_netlink_stamp(s); });
+        const bool watching =
+            netlink_.open(loop_, [this](uint32_t s) { map_.set_netlink_stamp(s); });
         // Without netlink, 0: the clients dump their interfaces every time, as with no nscd.
         map_.set_netlink_stamp(watching ? netlink_.stamp() : 0);
         std::function<void()> heartbeat = [this, &heartbeat] {
@@ -419,8 +420,8 @@ void NscdServer::on_request(NscdConnection& connection, const RequestHeader& hea
 }
 
 void NscdServer::start_host_lookup(NscdConnection* connection, RequestType type,
-                                   std::vector<uint8_t> key, uint32_t refreshes_left,
-                                   bool refresh, const std::string& refresh_name) {
+                                   std::vector<uint8_t> key, uint32_t refreshes_left, bool refresh,
+                                   const std::string& refresh_name) {
     hostdb::HostQuery q;
     q.refresh = refresh;
     switch (type) {

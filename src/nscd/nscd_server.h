@@ -26,7 +26,7 @@
 namespace nscache::nscd {
 
 struct NscdOptions {
-    std::string socket_path;      // /var/run/nscd/socket when installed
+    std::string socket_path;            // /var/run/nscd/socket when installed
     bool proxy_other_databases = true;  // false: "decline", glibc asks NSS itself
     unsigned proxy_threads = 4;
     bool prefetch = true;

@@ -142,7 +142,7 @@ std::vector<gid_t> group_list(const std::string& user, gid_t forced) {
             return groups;
         }
         groups.resize(static_cast<size_t>(n) > groups.size() ? static_cast<size_t>(n)
-                                                              : groups.size() * 2);
+                                                             : groups.size() * 2);
     }
     return {};
 }

@@ -11,13 +11,13 @@
 
 namespace nscache::nscd {
 
-inline constexpr int32_t kProtocolVersion = 2;  // NSCD_VERSION
-inline constexpr int32_t kDbVersion = 2;        // DB_VERSION
-inline constexpr uint32_t kEndRef = 0xFFFFFFFFu;  // ENDREF
-inline constexpr size_t kAlign = 16;            // the bucket array is padded to this
-inline constexpr size_t kBlockAlign = 8;        // every record and hash entry
-inline constexpr size_t kMaxKeyLen = 1024;      // MAXKEYLEN: the client sends no longer key
-inline constexpr uint32_t kMappingTimeout = 300;  // MAPPING_TIMEOUT, seconds
+inline constexpr int32_t kProtocolVersion = 2;      // NSCD_VERSION
+inline constexpr int32_t kDbVersion = 2;            // DB_VERSION
+inline constexpr uint32_t kEndRef = 0xFFFFFFFFu;    // ENDREF
+inline constexpr size_t kAlign = 16;                // the bucket array is padded to this
+inline constexpr size_t kBlockAlign = 8;            // every record and hash entry
+inline constexpr size_t kMaxKeyLen = 1024;          // MAXKEYLEN: the client sends no longer key
+inline constexpr uint32_t kMappingTimeout = 300;    // MAPPING_TIMEOUT, seconds
 inline constexpr uint64_t kClientTimeoutMs = 5000;  // the client waits this long for a reply
 
 // glibc's request_type.
@@ -139,8 +139,8 @@ struct MapHead {
     int32_t header_size;  // sizeof(MapHead)
     int32_t gc_cycle;     // odd while the writer moves data: readers use the socket
     int32_t nscd_certainly_running;
-    uint64_t timestamp;  // time(): a map with !certainly_running and timestamp + 300 < now is
-                         // stale and the client asks for a new one
+    uint64_t timestamp;      // time(): a map with !certainly_running and timestamp + 300 < now is
+                             // stale and the client asks for a new one
     uint32_t extra_data[4];  // [0]: the netlink change counter (__check_pf)
     int32_t module;          // buckets
     int32_t data_size;       // bytes of the data area

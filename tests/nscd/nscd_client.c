@@ -196,7 +196,8 @@ static int stress(double seconds, int threads, const char* prefix, int count) {
     g_count = count;
     pthread_t t[64];
     if (threads > 64) threads = 64;
-    for (int i = 0; i < threads; ++i) pthread_create(&t[i], NULL, stress_thread, (void*)(uintptr_t)i);
+    for (int i = 0; i < threads; ++i)
+        pthread_create(&t[i], NULL, stress_thread, (void*)(uintptr_t)i);
     for (int i = 0; i < threads; ++i) pthread_join(t[i], NULL);
     printf("ok %ld\n", g_ok);
     return 0;

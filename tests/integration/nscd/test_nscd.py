@@ -10,7 +10,7 @@ import dns.rdatatype
 import dns.rrset
 import pytest
 
-from conftest import HOSTS, SOCKET
+from nscdenv import HOSTS, SOCKET
 
 # (program arguments) for nscd_client: every call path glibc takes to nscd.
 CALLS = [

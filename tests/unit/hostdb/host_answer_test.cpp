@@ -46,17 +46,15 @@ TEST(HostAnswer, NegativeAnswersTakeTheSoaTtl) {
     EXPECT_EQ(r.status, HostStatus::NotFound);
     EXPECT_EQ(r.ttl, 45u);
     b.bytes[3] = 0;  // NOERROR: NODATA
-    EXPECT_EQ(
-        host_answer_from_dns(b.view(), wire("nx.example.test").view(), dns::rtype::A).status,
-        HostStatus::NoData);
+    EXPECT_EQ(host_answer_from_dns(b.view(), wire("nx.example.test").view(), dns::rtype::A).status,
+              HostStatus::NoData);
 }
 
 TEST(HostAnswer, FailuresAreTryAgain) {
     WireBuilder b;
     b.header(0, dns::flag::QR | 2, 1).question("x.example.test", dns::rtype::A);
-    EXPECT_EQ(
-        host_answer_from_dns(b.view(), wire("x.example.test").view(), dns::rtype::A).status,
-        HostStatus::TryAgain);
+    EXPECT_EQ(host_answer_from_dns(b.view(), wire("x.example.test").view(), dns::rtype::A).status,
+              HostStatus::TryAgain);
     EXPECT_EQ(host_answer_from_dns({}, wire("x.example.test").view(), dns::rtype::A).status,
               HostStatus::TryAgain);
 }

@@ -96,7 +96,7 @@ TEST(MapWriter, AFullMapRotatesToANewOneAndTellsClientsTheOldIsStale) {
         ASSERT_TRUE(w.publish(GETAI, bytes("churn"), bytes(std::string(100, 'x')), 600, 0, 1000));
     }
     ASSERT_EQ(w.rotations(), 1u);
-    EXPECT_EQ(old_reader.head()->timestamp, 0u);  // clients ask for the new map
+    EXPECT_EQ(old_reader.head()->timestamp, 0u);     // clients ask for the new map
     EXPECT_EQ(old_reader.find(GETAI, "keep"), "K");  // and the old one stays intact meanwhile
     Reader r(*w.current());
     EXPECT_NE(r.head()->timestamp, 0u);
