@@ -322,6 +322,12 @@ void NscdServer::invalidate_map() {
 void NscdServer::flush_map() {
     ++flushes_;
     map_.flush(wall_s());
+    count_rotations();
+}
+
+void NscdServer::count_rotations() {
+    for (; rotations_seen_ < map_.rotations(); ++rotations_seen_)
+        bump(counters_.nscd_map_rotations);
 }
 
 void NscdServer::accept_connections() {
@@ -493,7 +499,10 @@ void NscdServer::answer_host(RequestId id, const hostdb::HostAnswer& answer) {
     if (!reply.empty() && answer.ttl > 0 && r.flushes == flushes_) {
         // A refresh that found the name gone leaves the old record to expire on time.
         const bool publish = r.connection_id != 0 || answer.found();
-        if (publish && map_.publish(r.type, r.key, reply, answer.ttl, loop_.now_ms(), wall_s())) {
+        const bool published =
+            publish && map_.publish(r.type, r.key, reply, answer.ttl, loop_.now_ms(), wall_s());
+        count_rotations();
+        if (published) {
             schedule_expiry(map_.expiry_of(r.type, r.key));
             if (options_.prefetch && answer.found() && !answer.from_hosts_file) {
                 schedule_refresh(r, answer);

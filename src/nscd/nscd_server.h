@@ -82,6 +82,8 @@ class NscdServer final : public hostdb::HostSink {
     void schedule_refresh(const Request& r, const hostdb::HostAnswer& answer);
     void flush_map();
     void on_wake();
+    // Counts the map's rotations since the last call.
+    void count_rotations();
 
     upstream::ResolverShared& resolver_shared_;
     WorkerCounters& counters_;
@@ -100,6 +102,7 @@ class NscdServer final : public hostdb::HostSink {
     EventLoop::TimerHandle expiry_timer_ = EventLoop::kNoTimer;
     uint64_t expiry_due_ms_ = 0;
     uint64_t flushes_ = 0;
+    uint64_t rotations_seen_ = 0;
     std::atomic<bool> flush_requested_{false};
     std::thread thread_;
 };

@@ -10,6 +10,11 @@
  *   nscd_client byaddr ADDR               gethostbyaddr_r
  *   nscd_client warm NAME 4|6|0 FLAGS     getaddrinfo twice, with write(2)s of "--" around
  *                                         the second (a trace shows what a warm call costs)
+ *   nscd_client pause NAME 4|6|0 FLAGS    getaddrinfo, prints "ready", waits for a line on
+ *                                         stdin, then one more between write(2)s of "--"
+ *   nscd_client loop SECONDS NAME 4|6|0 FLAGS
+ *                                         getaddrinfo every 20 ms for SECONDS: "ok N", or
+ *                                         "error N" at the first failure
  *   nscd_client stress SECONDS THREADS PREFIX COUNT
  *        THREADS threads resolve PREFIX<i>.stress.test (i < COUNT) with getaddrinfo and
  *        gethostbyname2_r for SECONDS; every answer must be 10.(i/256).(i%256).1 (and
@@ -214,6 +219,30 @@ int main(int argc, char** argv) {
         const int rc = gai(argv[2], family_of(argv[3]), flags_of(argv[4]), 0);
         if (write(1, "--\n", 3) != 3) return 2;
         return rc;
+    }
+    if (argc >= 5 && strcmp(argv[1], "pause") == 0) {
+        gai(argv[2], family_of(argv[3]), flags_of(argv[4]), 0);
+        printf("ready\n");
+        char line[16];
+        if (fgets(line, sizeof line, stdin) == NULL) return 2;
+        if (write(1, "--\n", 3) != 3) return 2;
+        const int rc = gai(argv[2], family_of(argv[3]), flags_of(argv[4]), 0);
+        if (write(1, "--\n", 3) != 3) return 2;
+        return rc;
+    }
+    if (argc >= 6 && strcmp(argv[1], "loop") == 0) {
+        const double end = now_s() + atof(argv[2]);
+        long n = 0;
+        while (now_s() < end) {
+            if (gai(argv[3], family_of(argv[4]), flags_of(argv[5]), 0) != 0) {
+                printf("error %ld\n", n);
+                return 1;
+            }
+            ++n;
+            usleep(20000);
+        }
+        printf("ok %ld\n", n);
+        return 0;
     }
     if (argc >= 4 && strcmp(argv[1], "byname") == 0) return byname(argv[2], family_of(argv[3]));
     if (argc >= 3 && strcmp(argv[1], "gethostbyname") == 0) {

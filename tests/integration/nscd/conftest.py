@@ -70,14 +70,21 @@ def client(nscd_ns):
 
 @pytest.fixture
 def nscd_daemon(daemon, fake_upstream, nscd_ns, ns_nsd):
-    """Factory: nscd_daemon(config=None) -> Daemon (its upstream: fake_upstream with RECORDS)."""
+    """Factory: nscd_daemon(config=None, extra_args=(), in_netns=False) -> Daemon (its upstream:
+    fake_upstream with RECORDS; in_netns: NSD in the namespaces)."""
     loaded = []
 
-    def start(config=None, extra_args=()):
+    def start(config=None, extra_args=(), in_netns=False):
         if not loaded:
             for name, rtype, ttl, rdatas in RECORDS:
                 fake_upstream.add(name, rtype, ttl, *rdatas)
             loaded.append(True)
+        if in_netns:
+            # In the namespaces' network too (it sees their address changes), forwarding to
+            # NSD there.
+            return daemon(["127.0.0.1:53"], config=config, threads=1,
+                          extra_args=["--nscd-socket", SOCKET, *extra_args],
+                          wrapper=["nsenter", "-t", str(nscd_ns.pid), "--net", "--mount", "--"])
         return daemon([fake_upstream.addr], config=config, threads=1,
                       extra_args=["--nscd-socket", SOCKET, *extra_args],
                       wrapper=["nsenter", "-t", str(nscd_ns.pid), "--mount", "--"])

@@ -19,6 +19,7 @@ RECORDS = [
     ("multi.example.test.", "A", 300, ["198.51.100.11", "198.51.100.12", "198.51.100.13"]),
     ("txtonly.example.test.", "TXT", 300, ['"no address"']),
     ("short.example.test.", "A", 2, ["198.51.100.77"]),
+    ("pre.example.test.", "A", 3, ["198.51.100.88"]),
     ("1.100.51.198.in-addr.arpa.", "PTR", 300, ["www.example.test."]),
 ]
 

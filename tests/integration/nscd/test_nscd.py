@@ -106,6 +106,57 @@ def test_warm_lookup_needs_no_system_call(nscd_ns, client, nscd_daemon):
     assert "NETLINK" not in warm, warm
 
 
+def test_an_address_change_makes_clients_dump_interfaces_again(nscd_ns, client, nscd_daemon):
+    if nscd_ns.run(["ip", "-6", "addr", "replace", "2001:db8:77::1/64", "dev", "lo"]).returncode != 0:
+        pytest.skip("cannot add an IPv6 address in the test namespace (no iproute2?)")
+    nscd_daemon(in_netns=True)
+    client.out("gai", "dual", "0", "addrconfig")
+    p = nscd_ns.popen(["strace", "-f", "-o", "/dev/stderr", "-e", "trace=socket,write", client.bin,
+                       "pause", "dual", "0", "addrconfig"],
+                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        assert nscd_ns.run(["ip", "-6", "addr", "add", "2001:db8:78::1/64", "dev", "lo"]).returncode == 0
+        time.sleep(0.5)  # the daemon reads the change from netlink and bumps the map's counter
+        out, err = p.communicate("go\n", timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        nscd_ns.run(["ip", "-6", "addr", "del", "2001:db8:78::1/64", "dev", "lo"])
+    after = err.split('write(1, "--\\n", 3)')[1]
+    # The process had kept its interface list; the counter moved, so it dumps them again.
+    assert "NETLINK" in after, err
+
+
+def test_prefetch_keeps_a_popular_name_in_the_map(nscd_ns, client, nscd_daemon):
+    nscd_daemon()
+    # pre.example.test has a 3 s TTL; over 7 s a process asking every 20 ms never waits on
+    # the socket after its first call: the record is refreshed before it expires.
+    r = nscd_ns.run(["strace", "-f", "-e", "trace=connect", client.bin, "loop", "7", "pre.example.test",
+                     "4", "-"], timeout=60)
+    assert r.stdout.startswith("ok "), r.stdout + r.stderr
+    connects = r.stderr.count(SOCKET)
+    assert connects <= 2, r.stderr  # the map (GETFDHST) and the first lookup
+
+
+def test_invalidate_from_root_flushes_the_map(nscd_ns, client, nscd_daemon):
+    d = nscd_daemon()
+    requests = lambda: sum(v for k, v in _flat(d.stats()) if k.endswith("nscd_requests"))  # noqa: E731
+    client.out("gai", "www2.example.test", "4", "-")
+    before = requests()
+    client.out("gai", "www2.example.test", "4", "-")
+    assert requests() == before  # from the map
+    invalidate = ("import socket,struct,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); "
+                  "s.sendall(struct.pack('iii', 2, 10, 6) + b'hosts\\0'); print(s.recv(16).hex())")
+    refused = nscd_ns.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                           "/usr/bin/python3", "-c", invalidate, SOCKET])
+    assert refused.stdout.strip() == "", refused  # not root: closed without a reply
+    done = nscd_ns.run(["/usr/bin/python3", "-c", invalidate, SOCKET])
+    assert done.stdout.strip() == "00000000", done
+    client.out("gai", "www2.example.test", "4", "-")
+    assert requests() == before + 1  # the map was emptied: asked again
+
+
 def test_hosts_edit_is_seen_within_a_second(nscd_ns, client, nscd_daemon):
     nscd_daemon()
     assert "addr 192.0.2.250" in client.out("byname", "fromfiles", "4")[1]
@@ -230,5 +281,7 @@ def test_stress_many_processes_while_records_expire_and_rotate(nscd_ns, client, 
             out, _ = p.communicate(timeout=60)
             assert p.returncode == 0 and out.startswith("ok "), out
         assert d.proc.poll() is None
+        rotations = sum(v for k, v in _flat(d.stats()) if k.endswith("nscd_map_rotations"))
+        assert rotations > 0, "the map never filled: the test did not exercise rotation"
     finally:
         fake_upstream.generator = None
