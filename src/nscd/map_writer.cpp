@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "nscd/running_guard.h"
+
 namespace nscache::nscd {
 namespace {
 
@@ -15,12 +17,19 @@ void store_release(T& target, T value) {
     __atomic_store_n(&target, value, __ATOMIC_RELEASE);
 }
 
-// A map is declared stale this long after its last heartbeat, so that the clients of a
-// daemon that died without a word (SIGKILL, a crash) stop trusting records that no longer
-// expire. The client's test is `timestamp + 300 < time()`, so the stamp written is
-// backdated by 300 - kStaleAfter. (nscd instead sets nscd_certainly_running and counts on
-// the kernel to clear it when a thread dies, which it does not for the last thread.)
-constexpr uint64_t kStaleAfterS = 15;
+// Clients check the timestamp only while nscd_certainly_running is 0. Once the running
+// guard holds the flag, the timestamp is set to 1 (long past): if the process dies, the
+// kernel clears the flag and every client drops the map at once. Until then (a new map's
+// first moments; a system where the guard cannot work) the heartbeat keeps a timestamp that
+// turns stale this long after the last beat. The client's test is `timestamp + 300 <
+// time()`, so the stamp written is backdated by 300 - kStaleAfter.
+constexpr uint64_t kStaleAfterS = 5;
+constexpr uint64_t kLongPast = 1;
+// How long a rotation waits for the guard threads to point at the new map.
+constexpr int kGuardWaitMs = 100;
+
+// Where the running guard points while no map should be touched.
+int32_t g_unguarded_flag = 0;
 
 }  // namespace
 
@@ -99,10 +108,31 @@ std::unique_ptr<MapFile> MapWriter::new_map(uint64_t now_s, std::string& error) 
     return map;
 }
 
+MapWriter::~MapWriter() {
+    unguard();
+}
+
+void MapWriter::guard(MapFile& map) {
+    if (!options_.certainly_running) return;
+    RunningGuard& g = RunningGuard::instance();
+    guard_generation_ = g.guard(&map.head()->nscd_certainly_running);
+    if (g.wait_acked(guard_generation_, kGuardWaitMs)) {
+        store_release(map.head()->timestamp, kLongPast);
+    }
+}
+
+void MapWriter::unguard() {
+    if (!options_.certainly_running || guard_generation_ == 0) return;
+    RunningGuard& g = RunningGuard::instance();
+    guard_generation_ = g.guard(&g_unguarded_flag);
+    g.wait_acked(guard_generation_, 2000);
+}
+
 std::optional<std::string> MapWriter::open(uint64_t now_s) {
     std::string error;
     current_ = new_map(now_s, error);
     if (!current_) return error;
+    guard(*current_);
     return std::nullopt;
 }
 
@@ -251,10 +281,13 @@ bool MapWriter::rotate(uint64_t now_s, bool keep_records) {
             kept.emplace(k, *placed);
         }
     }
-    // The new map is complete before anyone is sent to it; then the old one says "stale".
+    // The new map is complete before anyone is sent to it; then the old one says "stale"
+    // (after the guard left it: nothing sets its flag again).
     std::unique_ptr<MapFile> old = std::move(current_);
     current_ = std::move(next);
+    guard(*current_);
     old->retire();
+    if (options_.certainly_running) retired_.emplace_back(guard_generation_, std::move(old));
     index_ = std::move(kept);
     if (index_.empty()) due_ = {};
     ++rotations_;
@@ -266,8 +299,13 @@ void MapWriter::flush(uint64_t now_s) {
 }
 
 void MapWriter::heartbeat(uint64_t now_s) {
-    if (current_)
-        store_release(current_->head()->timestamp, now_s - (kMappingTimeout - kStaleAfterS));
+    const uint64_t acked = options_.certainly_running ? RunningGuard::instance().acked() : 0;
+    if (current_) {
+        const bool certain = options_.certainly_running && acked >= guard_generation_;
+        store_release(current_->head()->timestamp,
+                      certain ? kLongPast : now_s - (kMappingTimeout - kStaleAfterS));
+    }
+    std::erase_if(retired_, [acked](const auto& r) { return r.first <= acked; });
 }
 
 void MapWriter::set_netlink_stamp(uint32_t stamp) {
@@ -276,6 +314,9 @@ void MapWriter::set_netlink_stamp(uint32_t stamp) {
 }
 
 void MapWriter::shutdown() {
+    // The guard first: once it points elsewhere, nothing sets the flag again.
+    unguard();
+    retired_.clear();
     if (current_) current_->retire();
 }
 

@@ -10,7 +10,9 @@
 //  - freed memory is never reused: when the data area is spent, the live records are copied
 //    into a new map (rotation), GETFDHST hands out the new one, and the old head's timestamp
 //    becomes 0, which sends every client back for the new map on its next call;
-//  - gc_cycle stays even: nothing ever moves in place.
+//  - gc_cycle stays even: nothing ever moves in place;
+//  - nscd_certainly_running is 1 while this process lives and 0 the moment it dies, however
+//    it dies (running_guard.h); the timestamp then says "stale": clients drop the map at once.
 // Expiry is exact: a record is retired when its TTL runs out (the thread's timer calls
 // expire()), not on a prune cycle.
 #pragma once
@@ -62,11 +64,16 @@ class MapFile {
 struct MapOptions {
     uint32_t module = 32749;         // buckets (a prime)
     uint32_t data_size = 32u << 20;  // bytes; the memfd is sparse, pages come as used
+    // Keep nscd_certainly_running set while the process lives (running_guard.h).
+    bool certainly_running = true;
 };
 
 class MapWriter {
   public:
     explicit MapWriter(MapOptions options = {}) : options_(options) {}
+    ~MapWriter();
+    MapWriter(const MapWriter&) = delete;
+    MapWriter& operator=(const MapWriter&) = delete;
 
     // Creates the first map. An error message on failure.
     std::optional<std::string> open(uint64_t now_s);
@@ -83,7 +90,8 @@ class MapWriter {
     void remove(RequestType type, std::span<const uint8_t> key);
     // Forgets everything: a new empty map (INVALIDATE, a hosts file change, a cache flush).
     void flush(uint64_t now_s);
-    // The staleness stamp clients check (called once a second).
+    // The staleness stamp clients check while the map is not certainly running (called once a
+    // second); also lets go of maps no guard points at anymore.
     void heartbeat(uint64_t now_s);
     void set_netlink_stamp(uint32_t stamp);
     // On stop: clients drop the map at once and use NSS.
@@ -118,9 +126,18 @@ class MapWriter {
     // A new map holding the live records; false if even that failed.
     bool rotate(uint64_t now_s, bool keep_records);
     std::unique_ptr<MapFile> new_map(uint64_t now_s, std::string& error);
+    // Has the running guard point at `map`'s flag; once it does, the map's timestamp is set
+    // long past, so that only the flag keeps the map trusted.
+    void guard(MapFile& map);
+    // Points the running guard away from every map (before they are unmapped).
+    void unguard();
 
     MapOptions options_;
     std::unique_ptr<MapFile> current_;
+    // Replaced maps, kept mapped until the running guard points elsewhere (the kernel would
+    // otherwise write into whatever reuses their addresses): (guard generation, map).
+    std::vector<std::pair<uint64_t, std::unique_ptr<MapFile>>> retired_;
+    uint64_t guard_generation_ = 0;
     uint64_t next_serial_ = 1;
     uint32_t nl_stamp_ = 1;
     uint64_t rotations_ = 0;

@@ -12,6 +12,7 @@
  *                                         the second (a trace shows what a warm call costs)
  *   nscd_client pause NAME 4|6|0 FLAGS    getaddrinfo, prints "ready", waits for a line on
  *                                         stdin, then one more between write(2)s of "--"
+ *                                         (printed as gai prints)
  *   nscd_client loop SECONDS NAME 4|6|0 FLAGS
  *                                         getaddrinfo every 20 ms for SECONDS: "ok N", or
  *                                         "error N" at the first failure
@@ -226,7 +227,7 @@ int main(int argc, char** argv) {
         char line[16];
         if (fgets(line, sizeof line, stdin) == NULL) return 2;
         if (write(1, "--\n", 3) != 3) return 2;
-        const int rc = gai(argv[2], family_of(argv[3]), flags_of(argv[4]), 0);
+        const int rc = gai(argv[2], family_of(argv[3]), flags_of(argv[4]), 1);
         if (write(1, "--\n", 3) != 3) return 2;
         return rc;
     }

@@ -20,6 +20,8 @@ RECORDS = [
     ("txtonly.example.test.", "TXT", 300, ['"no address"']),
     ("short.example.test.", "A", 2, ["198.51.100.77"]),
     ("pre.example.test.", "A", 3, ["198.51.100.88"]),
+    # The one record the two servers disagree on: which one answered shows.
+    ("crash.example.test.", "A", 300, ["198.51.100.91"]),
     ("1.100.51.198.in-addr.arpa.", "PTR", 300, ["www.example.test."]),
 ]
 
@@ -30,6 +32,8 @@ def zone_text():
     for name, rtype, ttl, rdatas in RECORDS:
         if not name.endswith("example.test."):
             continue
+        if name == "crash.example.test.":
+            rdatas = ["198.51.100.92"]
         for rd in rdatas:
             lines.append(f"{name} {ttl} IN {rtype} {rd}")
     return "\n".join(lines) + "\n"

@@ -128,6 +128,26 @@ def test_an_address_change_makes_clients_dump_interfaces_again(nscd_ns, client, 
     assert "NETLINK" in after, err
 
 
+def test_a_killed_daemon_s_map_is_dropped_at_once(nscd_ns, client, nscd_daemon):
+    d = nscd_daemon()
+    # crash.example.test: 198.51.100.91 from the daemon's upstream, .92 from NSD (`files dns`).
+    p = nscd_ns.popen([client.bin, "pause", "crash.example.test", "4", "-"],
+                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        # The map answers this process now (no system call); then the daemon dies without a
+        # word: the kernel clears nscd_certainly_running, and the map is stale at once.
+        d.stopped_by_test = True
+        d.proc.kill()
+        d.proc.wait(10)
+        out, _ = p.communicate("go\n", timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert "addr 198.51.100.92" in out and "198.51.100.91" not in out, out
+    nscd_ns.run(["rm", "-f", SOCKET])
+
+
 def test_prefetch_keeps_a_popular_name_in_the_map(nscd_ns, client, nscd_daemon):
     nscd_daemon()
     # pre.example.test has a 3 s TTL; over 7 s a process asking every 20 ms never waits on

@@ -104,6 +104,36 @@ TEST(MapWriter, AFullMapRotatesToANewOneAndTellsClientsTheOldIsStale) {
     EXPECT_EQ(r.find(GETAI, "churn"), std::string(100, 'x'));
 }
 
+TEST(MapWriter, CertainlyRunningOnlyWhileTheWriterHasTheMap) {
+    MapWriter w(MapOptions{.module = 7, .data_size = 4096});
+    ASSERT_FALSE(w.open(1000));
+    Reader first(*w.current());
+    // The guard holds the flag: clients skip their clock check, and the timestamp alone would
+    // call the map stale (as it will the moment the process dies and the kernel clears the
+    // flag).
+    EXPECT_EQ(first.head()->nscd_certainly_running, 1);
+    EXPECT_LT(first.head()->timestamp + kMappingTimeout, 1000u);
+    w.flush(1001);  // a rotation
+    Reader second(*w.current());
+    EXPECT_EQ(first.head()->nscd_certainly_running, 0);
+    EXPECT_EQ(first.head()->timestamp, 0u);
+    EXPECT_EQ(second.head()->nscd_certainly_running, 1);
+    w.shutdown();
+    EXPECT_EQ(second.head()->nscd_certainly_running, 0);
+    EXPECT_EQ(second.head()->timestamp, 0u);
+}
+
+TEST(MapWriter, WithoutTheGuardTheHeartbeatKeepsTheMapFresh) {
+    MapWriter w(MapOptions{.module = 7, .data_size = 4096, .certainly_running = false});
+    ASSERT_FALSE(w.open(1000));
+    Reader r(*w.current());
+    EXPECT_EQ(r.head()->nscd_certainly_running, 0);
+    w.heartbeat(2000);
+    // Fresh for a few seconds after the last beat, then stale.
+    EXPECT_GE(r.head()->timestamp + kMappingTimeout, 2000u);
+    EXPECT_LT(r.head()->timestamp + kMappingTimeout, 2010u);
+}
+
 TEST(MapWriter, ReadersCannotWriteTheMap) {
     MapWriter w;
     ASSERT_FALSE(w.open(1000));
