@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 namespace nscache::nscd {
@@ -23,7 +24,7 @@ RunningGuard::RunningGuard() {
 }
 
 uint64_t RunningGuard::guard(int32_t* flag) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     target_ = flag;
     acks_ = 0;
     const uint64_t g = ++generation_;
@@ -40,11 +41,14 @@ bool RunningGuard::wait_acked(uint64_t g, int timeout_ms) {
     return true;
 }
 
-void RunningGuard::run() {
+// The condition variable needs a std::unique_lock, which the annotations cannot follow. The
+// lock is held while the thread re-points and sets the flag, so once guard() returns no
+// store to an earlier target can follow.
+void RunningGuard::run() NSCACHE_NO_THREAD_SAFETY_ANALYSIS {
     uint64_t mine = 0;
-    std::unique_lock<std::mutex> lock(mu_);
+    std::unique_lock<Mutex> lock(mu_);
     for (;;) {
-        cv_.wait(lock, [&] { return generation_ != mine; });
+        cv_.wait(lock, [&]() NSCACHE_NO_THREAD_SAFETY_ANALYSIS { return generation_ != mine; });
         mine = generation_;
         int32_t* flag = target_;
         // The kernel writes 0 there when this thread dies with the process.

@@ -13,7 +13,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <mutex>
+
+#include "common/mutex.h"
 
 namespace nscache::nscd {
 
@@ -33,11 +34,11 @@ class RunningGuard {
     RunningGuard();
     void run();
 
-    std::mutex mu_;
-    std::condition_variable cv_;
-    int32_t* target_ = nullptr;  // guarded by mu_
-    uint64_t generation_ = 0;    // guarded by mu_
-    uint64_t acks_ = 0;          // guarded by mu_: guards pointing at generation_
+    Mutex mu_;
+    std::condition_variable_any cv_;
+    int32_t* target_ NSCACHE_GUARDED_BY(mu_) = nullptr;
+    uint64_t generation_ NSCACHE_GUARDED_BY(mu_) = 0;
+    uint64_t acks_ NSCACHE_GUARDED_BY(mu_) = 0;  // guards pointing at generation_
     std::atomic<uint64_t> acked_{0};
 };
 
