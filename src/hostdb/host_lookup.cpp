@@ -89,7 +89,6 @@ HostLookup::HostLookup(uint32_t worker_index, EventLoop& loop, upstream::Resolve
                        WorkerCounters& counters, HostSink& sink, HostLookupOptions options)
     : loop_(loop),
       shared_(resolver),
-      counters_(counters),
       sink_(sink),
       options_(std::move(options)),
       queue_(loop),

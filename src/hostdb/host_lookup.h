@@ -104,7 +104,6 @@ class HostLookup final : public upstream::CompletionSink {
 
     EventLoop& loop_;
     upstream::ResolverShared& shared_;
-    WorkerCounters& counters_;
     HostSink& sink_;
     HostLookupOptions options_;
     upstream::CompletionQueue queue_;

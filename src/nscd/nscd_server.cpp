@@ -215,8 +215,7 @@ class NscdServer::Acceptor final : public EventHandler {
 
 NscdServer::NscdServer(upstream::ResolverShared& resolver, WorkerCounters& counters,
                        uint32_t worker_index, NscdOptions options)
-    : resolver_shared_(resolver),
-      counters_(counters),
+    : counters_(counters),
       options_(std::move(options)),
       lookup_(worker_index, loop_, resolver, counters, *this, options_.lookup),
       map_(options_.map),

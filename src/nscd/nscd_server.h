@@ -85,7 +85,6 @@ class NscdServer final : public hostdb::HostSink {
     // Counts the map's rotations since the last call.
     void count_rotations();
 
-    upstream::ResolverShared& resolver_shared_;
     WorkerCounters& counters_;
     NscdOptions options_;
     EventLoop loop_;
