@@ -1,6 +1,10 @@
 #include "hostdb/hosts_file.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 
 namespace nscache::hostdb {
 namespace {
@@ -68,6 +72,47 @@ TEST(HostsTable, ByAddressTakesTheFirstLine) {
     EXPECT_EQ(r->aliases, (std::vector<std::string>{"web", "www"}));
     const uint8_t none[4] = {192, 0, 2, 77};
     EXPECT_FALSE(t.by_addr(2, none));
+}
+
+}  // namespace
+}  // namespace nscache::hostdb
+
+namespace nscache::hostdb {
+namespace {
+
+// The watch on the folder sees an editor's rename over the file; the one on the file sees a
+// write in place. Either reloads the table on the loop's thread.
+TEST(HostsFile, ReloadsWhenTheFileIsReplacedOrWritten) {
+    char folder_template[] = "/tmp/nscache-hosts-XXXXXX";
+    ASSERT_NE(mkdtemp(folder_template), nullptr);
+    const std::string folder = folder_template;
+    const std::string path = folder + "/hosts";
+    auto write = [](const std::string& p, const std::string& text) {
+        FILE* f = std::fopen(p.c_str(), "w");
+        ASSERT_NE(f, nullptr);
+        std::fputs(text.c_str(), f);
+        std::fclose(f);
+    };
+    write(path, "192.0.2.1 one\n");
+    EventLoop loop;
+    HostsFile hosts(HostsFile::Paths{path, folder + "/host.conf"});
+    int changes = 0;
+    hosts.open(loop, [&changes] { ++changes; });
+    EXPECT_TRUE(hosts.table().by_name("one", 2));
+
+    write(folder + "/hosts.new", "192.0.2.2 two\n");
+    ASSERT_EQ(std::rename((folder + "/hosts.new").c_str(), path.c_str()), 0);
+    for (int i = 0; i < 50 && !hosts.table().by_name("two", 2); ++i) loop.run_once(20);
+    EXPECT_TRUE(hosts.table().by_name("two", 2));
+    EXPECT_FALSE(hosts.table().by_name("one", 2));
+
+    write(path, "192.0.2.3 three\n");  // in place: the same inode
+    for (int i = 0; i < 50 && !hosts.table().by_name("three", 2); ++i) loop.run_once(20);
+    EXPECT_TRUE(hosts.table().by_name("three", 2));
+    EXPECT_GE(changes, 3);  // the first read, and one reload (at least) per change
+
+    std::remove(path.c_str());
+    rmdir(folder.c_str());
 }
 
 }  // namespace
