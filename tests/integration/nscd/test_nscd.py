@@ -25,6 +25,7 @@ CALLS = [
     ("gai", "alias", "0", "canon"),
     ("gai", "multi.example.test", "4", "canon"),
     ("gai", "missing.example.test", "0", "canon"),
+    ("gai", "txtonly.example.test", "0", "-"),  # NODATA: EAI_NODATA, as `files dns` says
     ("gai", "fromfiles", "0", "canon"),
     ("gai", "localhost", "0", "-"),
     ("byname", "alias.example.test", "4"),
