@@ -12,6 +12,10 @@ import pytest
 
 from nscdenv import HOSTS, SOCKET
 
+# strace, and under it a client that LeakSanitizer (an ASan build) must leave alone: it cannot
+# work under ptrace.
+STRACE = ["env", "ASAN_OPTIONS=detect_leaks=0", "strace"]
+
 # (program arguments) for nscd_client: every call path glibc takes to nscd.
 CALLS = [
     ("gai", "www", "0", "canon"),            # GETAI: DNS, through the search list
@@ -96,7 +100,7 @@ def test_warm_lookup_needs_no_system_call(nscd_ns, client, nscd_daemon):
         pytest.skip("cannot add an IPv6 address in the test namespace (no iproute2?)")
     nscd_daemon()
     client.out("gai", "dual", "0", "addrconfig")
-    r = nscd_ns.run(["strace", "-f", "-e", "trace=socket,connect,sendto,recvmsg,write",
+    r = nscd_ns.run([*STRACE, "-f", "-e", "trace=socket,connect,sendto,recvmsg,write",
                      client.bin, "warm", "dual", "0", "addrconfig"])
     assert r.returncode == 0, r.stderr
     warm = r.stderr.split('write(1, "--\\n", 3)')[1]
@@ -112,7 +116,7 @@ def test_an_address_change_makes_clients_dump_interfaces_again(nscd_ns, client, 
         pytest.skip("cannot add an IPv6 address in the test namespace (no iproute2?)")
     nscd_daemon(in_netns=True)
     client.out("gai", "dual", "0", "addrconfig")
-    p = nscd_ns.popen(["strace", "-f", "-o", "/dev/stderr", "-e", "trace=socket,write", client.bin,
+    p = nscd_ns.popen([*STRACE, "-f", "-o", "/dev/stderr", "-e", "trace=socket,write", client.bin,
                        "pause", "dual", "0", "addrconfig"],
                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -153,7 +157,7 @@ def test_prefetch_keeps_a_popular_name_in_the_map(nscd_ns, client, nscd_daemon):
     nscd_daemon()
     # pre.example.test has a 3 s TTL; over 7 s a process asking every 20 ms never waits on
     # the socket after its first call: the record is refreshed before it expires.
-    r = nscd_ns.run(["strace", "-f", "-e", "trace=connect", client.bin, "loop", "7", "pre.example.test",
+    r = nscd_ns.run([*STRACE, "-f", "-e", "trace=connect", client.bin, "loop", "7", "pre.example.test",
                      "4", "-"], timeout=60)
     assert r.stdout.startswith("ok "), r.stdout + r.stderr
     connects = r.stderr.count(SOCKET)
@@ -239,7 +243,7 @@ def test_stopped_daemon_falls_back_at_once_and_a_new_one_is_used(nscd_ns, client
     d2 = nscd_daemon()
     before = d2.stats()
     client.out("gai", "dual", "0", "canon")
-    r = nscd_ns.run(["strace", "-f", "-e", "trace=connect,write", client.bin, "warm", "dual", "0", "canon"])
+    r = nscd_ns.run([*STRACE, "-f", "-e", "trace=connect,write", client.bin, "warm", "dual", "0", "canon"])
     warm = r.stderr.split('write(1, "--\\n", 3)')[1]
     assert SOCKET not in warm, warm
     assert before is not None
