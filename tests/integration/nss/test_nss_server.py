@@ -97,10 +97,15 @@ def _cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
-def test_out_of_descriptors_does_not_spin(serve, netns, nss_build):
+def test_out_of_descriptors_does_not_spin(serve, netns, nss_build, nscache):
     """With its descriptors used up by idle clients, the daemon can accept nothing: it must
     neither spin on the still-readable listening socket nor log a line per attempt, and it
     answers again once the clients go."""
+    needed = subprocess.run(["readelf", "-d", str(nscache)], capture_output=True, text=True).stdout
+    if "libubsan" in needed:
+        # UBSan checks every virtual call's vtable by writing it to a pipe: with no descriptor
+        # left for that pipe it reports each call as an invalid object and stops the daemon.
+        pytest.skip("UBSan's vptr check needs a free descriptor")
     s = serve(prefix=["prlimit", "--nofile=32:32", "--"])
     pid = s.daemon_pid()
     clients = []
