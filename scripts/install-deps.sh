@@ -12,6 +12,8 @@ packages=(
   nsd bind9-dnsutils knot-dnsutils python3 python3-pytest python3-dnspython
   # DNS over TLS tests: a real DoT server, and the test CA's tool
   unbound openssl
+  # the nscd front's tests: trace a warm getaddrinfo, give the test namespace an IPv6 address
+  strace iproute2
   # fuzzing and sanitizers
   clang clang-format libfuzzer-14-dev libclang-rt-14-dev
   # the Debian package: build it, lint it, install it in a throwaway root (systemd-sysusers)

@@ -24,8 +24,10 @@
 #include "common/sd_notify.h"
 #include "control/cache_file.h"
 #include "control/control_server.h"
+#include "hostdb/hosts_file.h"
+#include "nscd/nscd_server.h"
+#include "nssd/nss_server.h"
 #include "server/listen_sockets.h"
-#include "server/nss_server.h"
 #include "server/server_shared.h"
 #include "server/worker.h"
 #include "upstream/resolver.h"
@@ -54,6 +56,7 @@ cache::CacheConfig cache_config(const Config& c) {
 std::vector<std::string> runtime_paths(const Config& c) {
     std::vector<std::string> paths{c.control};
     if (c.nss) paths.push_back(c.nss_socket);
+    if (!c.nscd_socket.empty()) paths.push_back(c.nscd_socket);
     return paths;
 }
 
@@ -114,10 +117,12 @@ int run_daemon(const ConfigSource& source, const Config& config) {
         return 2;
     }
     auto registry = std::make_unique<upstream::UpstreamRegistry>();
+    std::vector<upstream::HostsEntry> hosts;
+    if (!config.hosts_file.empty()) hosts = hostdb::read_hosts_entries(config.hosts_file);
     const server::SettingsPtr settings =
-        server::make_settings(config, upstream::Routing::build(config, *registry),
+        server::make_settings(config, upstream::Routing::build(config, *registry, hosts),
                               upstream_queries_within_limits(config));
-    Supervisor supervisor(source, settings, std::move(registry));
+    Supervisor supervisor(source, settings, std::move(registry), std::move(hosts));
     upstream::ResolverShared resolver_shared{settings->resolver, cache, {}, {}};
     resolver_shared.tls = tls.get();
     server::ServerShared shared{config, cache, resolver_shared, {}};
@@ -141,16 +146,40 @@ int run_daemon(const ConfigSource& source, const Config& config) {
         }
     }
 
-    // One counter block per worker, and one for the NSS thread (it forwards like a worker).
-    std::unique_ptr<WorkerCounters[]> counters(new WorkerCounters[workers + 1]);
-    std::unique_ptr<server::NssServer> nss;
+    // One counter block per worker, one for the NSS thread and one for the nscd thread (they
+    // forward like workers); their resolver queue indexes follow the workers' in that order.
+    std::unique_ptr<WorkerCounters[]> counters(new WorkerCounters[workers + 2]);
+    const uint32_t nss_index = workers;
+    const uint32_t nscd_index = workers + (config.nss ? 1 : 0);
+    std::unique_ptr<nssd::NssServer> nss;
     if (config.nss) {
-        nss = std::make_unique<server::NssServer>(shared, counters[workers], workers,
-                                                  server::NssOptions{config.nss_socket}, settings);
+        nss = std::make_unique<nssd::NssServer>(resolver_shared, counters[workers], nss_index,
+                                                nssd::NssOptions{config.nss_socket, {}}, settings);
         std::string error;
         if (!make_parent_folder(config.nss_socket)) {
             error = "cannot create the folder of " + config.nss_socket;
         } else if (auto e = nss->open()) {
+            error = *e;
+        }
+        if (!error.empty()) {
+            log_error("%s", error.c_str());
+            sockets.close_all();
+            return 1;
+        }
+    }
+    std::unique_ptr<nscd::NscdServer> nscd_front;
+    if (!config.nscd_socket.empty()) {
+        nscd::NscdOptions o;
+        o.socket_path = config.nscd_socket;
+        o.proxy_other_databases = config.nscd_proxy_other_databases;
+        o.prefetch = config.prefetch;
+        o.map.data_size = static_cast<uint32_t>(config.nscd_map_size);
+        nscd_front = std::make_unique<nscd::NscdServer>(resolver_shared, counters[workers + 1],
+                                                        nscd_index, o, settings);
+        std::string error;
+        if (!make_parent_folder(config.nscd_socket)) {
+            error = "cannot create the folder of " + config.nscd_socket;
+        } else if (auto e = nscd_front->open()) {
             error = *e;
         }
         if (!error.empty()) {
@@ -169,8 +198,9 @@ int run_daemon(const ConfigSource& source, const Config& config) {
         .after_flush = nullptr,
         .reload = [&supervisor] { return supervisor.request_reload(); }};
     // A flush forgets published NSS answers and cached resolution failures too.
-    control_options.after_flush = [&nss, &resolver_shared] {
+    control_options.after_flush = [&nss, &nscd_front, &resolver_shared] {
         if (nss) nss->invalidate_map();
+        if (nscd_front) nscd_front->invalidate_map();
         resolver_shared.failures.clear_all();
     };
     if (!config.metrics_listen.empty()) {
@@ -178,7 +208,7 @@ int run_daemon(const ConfigSource& source, const Config& config) {
     }
     control::ControlServer control_server(
         control_options, cache,
-        control::StatsSources{std::span<const WorkerCounters>(counters.get(), workers + 1), &cache,
+        control::StatsSources{std::span<const WorkerCounters>(counters.get(), workers + 2), &cache,
                               [&supervisor] { return supervisor.upstream_groups(); }, started_ms});
     if (auto error = control_server.open(user ? user->uid : geteuid())) {
         log_error("%s", error->c_str());
@@ -222,11 +252,15 @@ int run_daemon(const ConfigSource& source, const Config& config) {
         resolver_shared.queues.push_back(&worker_list.back()->completion_queue());
     }
     if (nss) resolver_shared.queues.push_back(&nss->completion_queue());
+    if (nscd_front) resolver_shared.queues.push_back(&nscd_front->completion_queue());
     std::vector<std::thread> threads;
     for (auto& w : worker_list) threads.emplace_back([&w] { w->run(); });
     control_server.start();
     if (nss) nss->start();
-    SupervisedParts parts{{}, nss.get(), &control_server, &cache, &resolver_shared};
+    // Listening only now: the privilege drop's initgroups() must not wait on this socket.
+    if (nscd_front) nscd_front->start();
+    SupervisedParts parts{{},     nss.get(),       nscd_front.get(), &control_server,
+                          &cache, &resolver_shared};
     for (auto& w : worker_list) parts.workers.push_back(w.get());
     supervisor.attach(std::move(parts));
     log_info("%u workers, cache %zu bytes, %zu upstreams", workers, config.cache_size,
@@ -242,12 +276,15 @@ int run_daemon(const ConfigSource& source, const Config& config) {
     const int signal_number = supervisor.run();
     log_info("shutting down (%s)", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
     sd_notify("STOPPING=1");
+    // First of all: glibc's clients drop the nscd map at once and use NSS while we stop.
+    if (nscd_front) nscd_front->stop();
 
     control_server.stop();
     if (nss) nss->stop();
     for (auto& w : worker_list) w->request_stop();
     for (auto& t : threads) t.join();
     nss.reset();
+    nscd_front.reset();
     worker_list.clear();
 
     if (!config.cache_file.empty()) {

@@ -15,7 +15,7 @@ constexpr const char* kUsage =
     "  serve [--config FILE] [--listen ADDR:PORT]... [--upstream "
     "ADDR[:PORT]|tls://ADDR[:PORT][#NAME]]...\n"
     "        [--threads N] [--cache-size SIZE] [--control PATH] [--user NAME]\n"
-    "        [--nss-socket PATH] [--verbose]\n"
+    "        [--nss-socket PATH] [--nscd-socket PATH] [--verbose]\n"
     "                                   run the caching DNS daemon in the foreground\n"
     "  query [--server ADDR:PORT] [--tcp] NAME [TYPE]\n"
     "                                   ask the daemon and print the answer\n"

@@ -20,14 +20,19 @@ constexpr uint32_t kMinUpstreamQueries = 16;
 
 uint32_t fit_upstream_queries(uint64_t descriptor_limit, const Config& config, unsigned workers) {
     const uint64_t w = std::max(workers, 1u);
+    // Threads with a Resolver of their own: the workers, the NSS and the nscd fronts.
+    const uint64_t resolvers = w + (config.nss ? 1 : 0) + (config.nscd_socket.empty() ? 0 : 1);
+    uint64_t servers = config.upstreams.size();
+    for (const ForwardZone& zone : config.forwards) servers += zone.upstreams.size();
     const uint64_t reserved = kFixedDescriptors + uint64_t{config.listen.size()} * 2 * w +
                               config.max_tcp_connections + (config.nss ? kNssDescriptors : 0) +
-                              config.upstreams.size() + 2 * w +  // probes, spare descriptors
-                              // each worker's idle upstream sockets, IPv4 and IPv6, and its
-                              // upstream TCP/TLS connections
-                              (2 * uint64_t{config.upstream_sockets} + config.upstreams.size()) * w;
+                              (config.nscd_socket.empty() ? 0 : kNssDescriptors) + servers +
+                              2 * w +  // probes, spare descriptors
+                              // each resolver's idle upstream sockets, IPv4 and IPv6, and its
+                              // upstream TCP/TLS connections (one of each per server)
+                              (2 * uint64_t{config.upstream_sockets} + 2 * servers) * resolvers;
     const uint64_t left = descriptor_limit > reserved ? descriptor_limit - reserved : 0;
-    const uint64_t fits = left / w / kDescriptorsPerUpstreamQuery;
+    const uint64_t fits = left / resolvers / kDescriptorsPerUpstreamQuery;
     // Never more than configured; never fewer than a handful, even on a tiny limit.
     return static_cast<uint32_t>(std::min<uint64_t>(config.max_upstream_queries,
                                                     std::max<uint64_t>(fits, kMinUpstreamQueries)));

@@ -76,6 +76,12 @@ int serve_command(const Args& args) {
             source.overrides.push_back([v = *value](Config& c) { c.user = v; });
         } else if (name == "nss-socket") {
             source.overrides.push_back([v = *value](Config& c) { c.nss_socket = v; });
+        } else if (name == "nscd-socket") {
+            if (!value->empty() && (*value)[0] != '/') {
+                return usage_error("bad --nscd-socket '" + *value +
+                                   "' (expected an absolute path, or '' for off)");
+            }
+            source.overrides.push_back([v = *value](Config& c) { c.nscd_socket = v; });
         } else {
             return usage_error("unknown flag --" + name);
         }

@@ -12,6 +12,7 @@
 #include "config/config_log.h"
 #include "dns/name.h"
 #include "dns/wire.h"
+#include "hostdb/hosts_file.h"
 
 namespace nscache {
 namespace {
@@ -42,6 +43,9 @@ std::vector<std::string> keep_fixed_options(const Config& running, Config& next)
     keep("control-group", &Config::control_group);
     keep("nss", &Config::nss);
     keep("nss-socket", &Config::nss_socket);
+    keep("nscd-socket", &Config::nscd_socket);
+    keep("nscd-other-databases", &Config::nscd_proxy_other_databases);
+    keep("nscd-map-size", &Config::nscd_map_size);
     keep("edns-buffer-size", &Config::edns_buffer_size);
     keep("cache-file", &Config::cache_file);
     keep("state-dir", &Config::state_dir);  // handed to the daemon's user at start
@@ -106,10 +110,12 @@ void flush_local_answers(cache::Cache& cache, const upstream::Routing& routing) 
 }
 
 Supervisor::Supervisor(const ConfigSource& source, server::SettingsPtr settings,
-                       std::unique_ptr<upstream::UpstreamRegistry> registry)
+                       std::unique_ptr<upstream::UpstreamRegistry> registry,
+                       std::vector<upstream::HostsEntry> hosts)
     : source_(source),
       registry_(std::move(registry)),
-      files_(loop_, [this] { upstream_files_changed(); }) {
+      hosts_(std::move(hosts)),
+      files_(loop_, [this] { watched_files_changed(); }) {
     {
         MutexLock lock(mu_);
         settings_ = std::move(settings);
@@ -147,7 +153,7 @@ server::SettingsPtr Supervisor::current() const {
 
 void Supervisor::watch_files() {
     const Config& c = current()->config;
-    files_.watch({c.upstreams_from_resolv_conf ? c.resolv_conf_path : std::string()});
+    files_.watch({c.upstreams_from_resolv_conf ? c.resolv_conf_path : std::string(), c.hosts_file});
 }
 
 int Supervisor::run() {
@@ -208,6 +214,8 @@ std::string Supervisor::reload(const char* why) {
     const server::SettingsPtr running = current();
     const std::vector<std::string> need_restart = keep_fixed_options(running->config, next);
     const std::vector<std::string> applied = changed_options(running->config, next);
+    hosts_ = next.hosts_file.empty() ? std::vector<upstream::HostsEntry>{}
+                                     : hostdb::read_hosts_entries(next.hosts_file);
     publish(next, why);
     watch_files();
     log_config_reloaded(source_.path.empty() ? "(flags)" : source_.path, applied, need_restart);
@@ -216,29 +224,40 @@ std::string Supervisor::reload(const char* why) {
            std::to_string(now->routing->rules().size() - 1) + " forward rules\n";
 }
 
-void Supervisor::upstream_files_changed() {
+void Supervisor::watched_files_changed() {
     const server::SettingsPtr running = current();
     const Config& c = running->config;
-    if (!c.upstreams_from_resolv_conf) return;
-    std::string error;
-    auto found = read_resolv_nameservers(c.resolv_conf_path, c.listen, error);
-    if (!found) {
-        log_warning("%s changed but gives no upstream (%s): keeping %s", c.resolv_conf_path.c_str(),
-                    error.c_str(), list(c.upstreams).c_str());
-        return;
-    }
-    const std::vector<UpstreamAddress> upstreams(found->begin(), found->end());
-    if (upstreams == c.upstreams) return;
-    log_info("upstreams from %s changed: %s -> %s", c.resolv_conf_path.c_str(),
-             list(c.upstreams).c_str(), list(upstreams).c_str());
     Config next = c;
-    next.upstreams = upstreams;
-    publish(next, "resolv.conf changed");
+    const char* why = nullptr;
+    if (c.upstreams_from_resolv_conf) {
+        std::string error;
+        auto found = read_resolv_nameservers(c.resolv_conf_path, c.listen, error);
+        if (!found) {
+            log_warning("%s changed but gives no upstream (%s): keeping %s",
+                        c.resolv_conf_path.c_str(), error.c_str(), list(c.upstreams).c_str());
+        } else if (const std::vector<UpstreamAddress> upstreams(found->begin(), found->end());
+                   upstreams != c.upstreams) {
+            log_info("upstreams from %s changed: %s -> %s", c.resolv_conf_path.c_str(),
+                     list(c.upstreams).c_str(), list(upstreams).c_str());
+            next.upstreams = upstreams;
+            why = "resolv.conf changed";
+        }
+    }
+    if (!c.hosts_file.empty()) {
+        std::vector<upstream::HostsEntry> hosts = hostdb::read_hosts_entries(c.hosts_file);
+        if (hosts != hosts_) {
+            log_info("%s changed: %zu names and addresses answered over DNS", c.hosts_file.c_str(),
+                     hosts.size());
+            hosts_ = std::move(hosts);
+            why = why != nullptr ? "resolv.conf and hosts file changed" : "hosts file changed";
+        }
+    }
+    if (why != nullptr) publish(next, why);
 }
 
 void Supervisor::publish(const Config& config, const char* why) {
     const server::SettingsPtr running = current();
-    const auto routing = upstream::Routing::build(config, *registry_);
+    const auto routing = upstream::Routing::build(config, *registry_, hosts_);
     const uint32_t queries = fit_upstream_queries(raise_descriptor_limit(), config, config.threads);
     server::SettingsPtr next = server::make_settings(config, routing, queries, running.get());
     {
@@ -249,6 +268,7 @@ void Supervisor::publish(const Config& config, const char* why) {
     // query in flight under them relays its answer but does not cache it).
     for (server::Worker* w : parts_.workers) w->post_settings(next);
     if (parts_.nss != nullptr) parts_.nss->post_settings(next);
+    if (parts_.nscd != nullptr) parts_.nscd->post_settings(next);
     if (parts_.control != nullptr) {
         control::ControlLiveOptions live;
         if (!config.metrics_listen.empty()) {
@@ -289,6 +309,7 @@ void Supervisor::publish(const Config& config, const char* why) {
     }
     // The NSS map republishes from the cache: nothing it holds may outlive a moved route.
     if (parts_.nss != nullptr) parts_.nss->invalidate_map();
+    if (parts_.nscd != nullptr) parts_.nscd->invalidate_map();
     if (flushed > 0) log_info("%s: flushed %zu entries of moved routes", why, flushed);
 }
 

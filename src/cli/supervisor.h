@@ -22,7 +22,8 @@
 #include "common/log.h"
 #include "common/mutex.h"
 #include "control/control_server.h"
-#include "server/nss_server.h"
+#include "nscd/nscd_server.h"
+#include "nssd/nss_server.h"
 #include "server/settings.h"
 #include "server/worker.h"
 #include "upstream/resolver.h"
@@ -44,7 +45,8 @@ void flush_local_answers(cache::Cache& cache, const upstream::Routing& routing);
 // What a new Settings snapshot goes to.
 struct SupervisedParts {
     std::vector<server::Worker*> workers;
-    server::NssServer* nss = nullptr;
+    nssd::NssServer* nss = nullptr;
+    nscd::NscdServer* nscd = nullptr;
     control::ControlServer* control = nullptr;
     cache::Cache* cache = nullptr;
     upstream::ResolverShared* resolver = nullptr;
@@ -52,8 +54,10 @@ struct SupervisedParts {
 
 class Supervisor final : public EventHandler {
   public:
+    // `hosts`: the hosts file's entries `settings` was built with.
     Supervisor(const ConfigSource& source, server::SettingsPtr settings,
-               std::unique_ptr<upstream::UpstreamRegistry> registry);
+               std::unique_ptr<upstream::UpstreamRegistry> registry,
+               std::vector<upstream::HostsEntry> hosts);
     ~Supervisor();
     Supervisor(const Supervisor&) = delete;
     Supervisor& operator=(const Supervisor&) = delete;
@@ -75,13 +79,15 @@ class Supervisor final : public EventHandler {
 
   private:
     std::string reload(const char* why);
-    void upstream_files_changed();
+    // resolv.conf (when it gives the upstreams) or the hosts file (hosts-file) changed.
+    void watched_files_changed();
     // Builds settings from `config` (routing included) and posts them everywhere.
     void publish(const Config& config, const char* why);
     void watch_files();
 
     const ConfigSource& source_;
     std::unique_ptr<upstream::UpstreamRegistry> registry_;
+    std::vector<upstream::HostsEntry> hosts_;  // as last read: the routing's local names
     SupervisedParts parts_;
     EventLoop loop_;
     int signal_fd_ = -1;

@@ -46,7 +46,10 @@ namespace nscache {
     X(overload_servfail, "queries answered SERVFAIL at once: max-upstream-queries in flight") \
     X(tcp_connections, "TCP connections accepted")                                            \
     X(tcp_rejected, "TCP connections refused over max-tcp-connections")                       \
-    X(nss_requests, "lookups from the NSS module that missed its shared map")
+    X(nss_requests, "lookups from the NSS module that missed its shared map")                 \
+    X(nscd_requests, "host lookups on the nscd socket (misses of the nscd map)")              \
+    X(nscd_other_requests, "passwd, group, services lookups proxied on the nscd socket")      \
+    X(nscd_map_rotations, "nscd maps replaced by a new one (full, flushed, or /etc/hosts edited)")
 
 struct alignas(64) WorkerCounters {
 #define NSCACHE_DECLARE_COUNTER(name, help) std::atomic<uint64_t> name{0};

@@ -96,6 +96,15 @@ struct Config {
     // no path); nss = false turns both off.
     bool nss = true;
     std::string nss_socket = "/run/nscache/nss.sock";
+    // glibc's nscd socket for the hosts database (docs/nscd.md); empty: off. The installed
+    // configuration sets /var/run/nscd/socket; the built-in default never touches it.
+    std::string nscd_socket;
+    // Other databases asked on the nscd socket (passwd, group, services): answered through
+    // the daemon's own NSS lookups, uncached (true, "proxy"), or declined (false, "decline":
+    // glibc asks NSS itself at once).
+    bool nscd_proxy_other_databases = true;
+    // The nscd map's data area (a sparse memfd): when full, its live records move to a new one.
+    size_t nscd_map_size = size_t{32} << 20;
     std::string control_group;
     std::string metrics_listen;
     std::vector<Cidr> metrics_allow;  // empty: loopback only

@@ -253,6 +253,40 @@ const std::map<std::string, Setter, std::less<>>& setters() {
         {"control-group", string_field(&Config::control_group)},
         {"nss", bool_field(&Config::nss)},
         {"nss-socket", string_field(&Config::nss_socket)},
+        {"nscd-socket",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             if (auto err = string_of(n, c.nscd_socket)) return err;
+             if (!c.nscd_socket.empty() && c.nscd_socket[0] != '/') {
+                 return "expected an absolute socket path, or \"\" for off";
+             }
+             return std::nullopt;
+         }},
+        {"nscd-map-size",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             std::optional<size_t> size;
+             if (auto v = integer_of(n)) {
+                 if (*v >= 0) size = static_cast<size_t>(*v);
+             } else if (auto text = n.value<std::string>()) {
+                 size = parse_size(*text);
+             }
+             if (!size || *size < (64u << 10) || *size > (size_t{1} << 30)) {
+                 return "expected a size from 64K to 1G (\"32M\")";
+             }
+             c.nscd_map_size = *size;
+             return std::nullopt;
+         }},
+        {"nscd-other-databases",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             auto text = n.value<std::string>();
+             if (text && *text == "proxy") {
+                 c.nscd_proxy_other_databases = true;
+             } else if (text && *text == "decline") {
+                 c.nscd_proxy_other_databases = false;
+             } else {
+                 return "expected \"proxy\" or \"decline\"";
+             }
+             return std::nullopt;
+         }},
         {"metrics-listen",
          [](const toml::node& n, Config& c) -> std::optional<std::string> {
              if (auto err = string_of(n, c.metrics_listen)) return err;

@@ -7,7 +7,6 @@
 namespace nscache::upstream {
 namespace {
 
-constexpr uint16_t kQuestionName = 0xC000 | dns::kHeaderSize;
 constexpr int kMaxLocalChain = 8;
 
 // Appends records to a PreparedAnswer, keeping the offset of every TTL.

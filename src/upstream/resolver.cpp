@@ -138,8 +138,8 @@ bool Resolver::start(const Question& question, std::string key, const ForwardRul
         bump(counters_.overload_servfail);
         return false;
     }
-    auto query = std::make_unique<UpstreamQuery>(*this, loop_, shared_, *rule.upstreams, counters_,
-                                                 question, std::move(key));
+    auto query = std::make_unique<UpstreamQuery>(*this, loop_, *rule.upstreams, counters_, question,
+                                                 std::move(key));
     // The query keeps the routing its set belongs to alive across a reload.
     query->keep_alive(routing_, rule.cache);
     UpstreamQuery* raw = query.get();

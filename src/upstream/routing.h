@@ -69,6 +69,7 @@ struct HostsEntry {
     std::string name;  // lower-case text with a trailing dot
     uint16_t type = 0;
     std::string address;
+    bool operator==(const HostsEntry&) const = default;
 };
 
 class Routing {

@@ -43,12 +43,10 @@ thread_local dns::ScannedResponse tls_scan;
 
 }  // namespace
 
-UpstreamQuery::UpstreamQuery(Resolver& owner, EventLoop& loop, ResolverShared& shared,
-                             UpstreamSet& upstreams, WorkerCounters& counters,
-                             const Question& question, std::string key)
+UpstreamQuery::UpstreamQuery(Resolver& owner, EventLoop& loop, UpstreamSet& upstreams,
+                             WorkerCounters& counters, const Question& question, std::string key)
     : owner_(owner),
       loop_(loop),
-      shared_(shared),
       upstreams_(upstreams),
       counters_(counters),
       question_(question),

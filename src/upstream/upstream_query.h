@@ -31,7 +31,6 @@
 namespace nscache::upstream {
 
 class Resolver;
-struct ResolverShared;
 
 class UpstreamQuery final : public StreamConnection::Waiter {
   public:
@@ -39,7 +38,7 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     static constexpr uint8_t kMaxTriesPerServer = 3;
 
     // `upstreams` are the servers this question goes to (the set its forwarding rule names).
-    UpstreamQuery(Resolver& owner, EventLoop& loop, ResolverShared& shared, UpstreamSet& upstreams,
+    UpstreamQuery(Resolver& owner, EventLoop& loop, UpstreamSet& upstreams,
                   WorkerCounters& counters, const Question& question, std::string key);
     ~UpstreamQuery();
 
@@ -97,7 +96,6 @@ class UpstreamQuery final : public StreamConnection::Waiter {
 
     Resolver& owner_;
     EventLoop& loop_;
-    ResolverShared& shared_;
     UpstreamSet& upstreams_;
     WorkerCounters& counters_;
     const Question question_;

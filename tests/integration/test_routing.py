@@ -11,7 +11,7 @@ import dns.rdataclass
 import dns.rdatatype
 import dns.reversename
 
-from dnshelpers import a_addrs, aaaa_addrs
+from dnshelpers import a_addrs, aaaa_addrs, wait_until
 
 
 def ask(port, name, rdtype="A", rdclass="IN"):
@@ -132,6 +132,35 @@ local-records = [
                        timeout=30)
     assert r.returncode == 0, r.stderr
     assert a_addrs(ask(d.port, "nas.lan")) == ["192.168.1.10"]
+
+
+def test_hosts_file_names_are_answered_and_followed(daemon, fake_upstream, tmp_path):
+    """hosts-file (as dnsmasq reads /etc/hosts): every name and alias answers its addresses and
+    its PTR, other types get NODATA, a name DNS cannot carry is skipped, and an edit is seen
+    without a reload, replacing what the cache held for the name."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text("# comment\n192.0.2.50  nas.home.test nas-alias.test  # trailing\n"
+                     "2001:db8::50 nas.home.test\nnot-an-address bad.test\n"
+                     "192.0.2.51 " + "x" * 70 + ".test\n")
+    fake_upstream.add("later.home.test.", "A", 300, "203.0.113.9")
+    d = daemon([], config=f'upstream = ["{fake_upstream.addr}"]\nhosts-file = "{hosts}"\n')
+    assert a_addrs(ask(d.port, "NAS.home.test")) == ["192.0.2.50"]
+    assert a_addrs(ask(d.port, "nas-alias.test")) == ["192.0.2.50"]
+    assert aaaa_addrs(ask(d.port, "nas.home.test", "AAAA")) == ["2001:db8::50"]
+    ptr = ask(d.port, "50.2.0.192.in-addr.arpa", "PTR")
+    assert str(ptr.answer[0][0].target) == "nas.home.test."
+    mx = ask(d.port, "nas.home.test", "MX")
+    assert mx.rcode() == dns.rcode.NOERROR and not mx.answer
+    assert fake_upstream.count() == 0
+    assert a_addrs(ask(d.port, "later.home.test")) == ["203.0.113.9"]  # cached from upstream
+
+    tmp = tmp_path / "hosts.new"
+    tmp.write_text("192.0.2.60 later.home.test\n")
+    tmp.rename(hosts)  # as editors and configuration tools replace it
+    assert wait_until(lambda: a_addrs(ask(d.port, "later.home.test")) == ["192.0.2.60"],
+                      timeout=10)
+    assert ask(d.port, "nas.home.test").rcode() == dns.rcode.NXDOMAIN  # the upstream's word now
+    assert fake_upstream.count(name="nas.home.test.") == 1
 
 
 def test_bad_local_records_and_forwards_are_config_errors(nscache, tmp_path):

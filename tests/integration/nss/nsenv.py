@@ -27,7 +27,7 @@ _LO_UP = ("import fcntl,socket,struct; s=socket.socket(socket.AF_INET,socket.SOC
 
 
 class Namespace:
-    def __init__(self, workdir, module_dir, resolv_conf, hosts, nsswitch):
+    def __init__(self, workdir, module_dir, resolv_conf, hosts, nsswitch, private_run=False):
         self.workdir = Path(workdir)
         self.module_dir = str(module_dir)
         self.etc = self.workdir / "etc"
@@ -40,6 +40,10 @@ class Namespace:
             f'mount --bind {self.etc / f} /etc/{f}' for f in ("resolv.conf", "hosts", "nsswitch.conf"))
         # A host nscd would answer before any NSS module: hide its socket directory.
         hide_nscd = "{ [ -d /var/run/nscd ] && mount -t tmpfs tmpfs /var/run/nscd || true; }"
+        if private_run:
+            # A /run of its own (/var/run/nscd included), for a daemon that takes nscd's place
+            # in these namespaces only.
+            hide_nscd = "{ mount -t tmpfs tmpfs /run && mkdir -p /run/nscd; }"
         script = f"/usr/bin/python3 -c '{_LO_UP}' && {mounts} && {hide_nscd} && echo ready && exec sleep 3600"
         self.holder = subprocess.Popen(
             ["unshare", "--net", "--mount", "--propagation", "private", "--", "sh", "-c", script],

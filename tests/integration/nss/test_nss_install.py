@@ -74,10 +74,13 @@ def test_install_and_uninstall(stage):
     # Started as root so the NSS socket's listener is root's (the module trusts no other),
     # then the daemon itself switches to the nscache user.
     for line in ("ExecStart=/usr/local/bin/nscache serve --user nscache", "Restart=on-failure",
-                 "RuntimeDirectory=nscache", "NoNewPrivileges=yes", "ProtectSystem=strict",
+                 "RuntimeDirectory=nscache nscd", "NoNewPrivileges=yes", "ProtectSystem=strict",
                  "ProtectHome=yes", "PrivateTmp=yes", "Type=notify"):
         assert line in unit.splitlines(), line
     assert not any(l.startswith("User=") for l in unit.splitlines())
+    # nscd's place for hosts: one of them at a time, and the installed config takes its socket.
+    assert "Conflicts=nscd.service nscd.socket nsncd.service unscd.service" in unit.splitlines()
+    assert 'nscd-socket = "/var/run/nscd/socket"' in (stage / "etc/nscache/nscache.toml").read_text()
     assert "u nscache" in (stage / "usr/local/lib/sysusers.d/nscache.conf").read_text()
 
     # An existing config is never overwritten, and uninstall keeps an edited one.

@@ -97,7 +97,7 @@ def _cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
-def test_out_of_descriptors_does_not_spin(serve, netns, nss_build):
+def test_out_of_descriptors_does_not_spin(serve, netns, nss_build, nscache):
     """With its descriptors used up by idle clients, the daemon can accept nothing: it must
     neither spin on the still-readable listening socket nor log a line per attempt, and it
     answers again once the clients go."""

@@ -73,6 +73,25 @@ TEST_F(ConfigFileTest, StateDirAndMetricsAllowNeedSaneValues) {
     EXPECT_NE(err->message.find("bad network 'localhost'"), std::string::npos) << err->message;
 }
 
+TEST(ConfigText, NscdFrontIsOffByDefaultAndTakesItsKeys) {
+    Config c;
+    EXPECT_EQ(c.nscd_socket, "");  // never the host's /var/run/nscd unless asked
+    EXPECT_TRUE(c.nscd_proxy_other_databases);
+    ASSERT_FALSE(
+        load_config_text("nscd-socket = \"/var/run/nscd/socket\"\n"
+                         "nscd-other-databases = \"decline\"\n"
+                         "nscd-map-size = \"1M\"\n",
+                         "test", c));
+    EXPECT_EQ(c.nscd_socket, "/var/run/nscd/socket");
+    EXPECT_FALSE(c.nscd_proxy_other_databases);
+    EXPECT_EQ(c.nscd_map_size, size_t{1} << 20);
+    for (const char* bad : {"nscd-socket = \"relative\"\n", "nscd-other-databases = \"cache\"\n",
+                            "nscd-map-size = \"4K\"\n"}) {
+        Config d;
+        EXPECT_TRUE(load_config_text(bad, "test", d)) << bad;
+    }
+}
+
 TEST_F(ConfigFileTest, ErrorsNameFileAndLine) {
     Config c;
     auto err = load_config_file(write("threads = 2\ncache-size = \"lots\"\n"), c);

@@ -1,4 +1,4 @@
-#include "server/nss_server.h"
+#include "nssd/nss_server.h"
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -9,13 +9,10 @@
 #include <cerrno>
 #include <cstring>
 
-#include "cache/render.h"
 #include "common/bytes.h"
 #include "common/log.h"
-#include "dns/name.h"
-#include "dns/query.h"
 
-namespace nscache::server {
+namespace nscache::nssd {
 namespace {
 
 constexpr size_t kMaxConnections = 4096;
@@ -27,39 +24,6 @@ constexpr uint64_t kConnectionTimeoutMs = 10'000;
 constexpr uint64_t kListenerPauseMs = 100;
 constexpr int kAfInet = 2;
 constexpr int kAfInet6 = 10;
-constexpr size_t kMaxAnswer = 65535;
-
-// A DNS query made up for the cache's renderer: no EDNS, RD set, ID 0.
-struct SyntheticQuery {
-    uint8_t question[dns::kMaxNameLength + 4];
-    size_t length = 0;
-
-    SyntheticQuery(dns::Bytes name, uint16_t qtype) {
-        std::memcpy(question, name.data(), name.size());
-        dns::write_u16(question + name.size(), qtype);
-        dns::write_u16(question + name.size() + 2, dns::kClassIN);
-        length = name.size() + 4;
-    }
-    dns::Query query() const {
-        dns::Query q;
-        q.header.flags = dns::flag::RD;
-        q.header.qdcount = 1;
-        q.question = dns::Bytes(question, length);
-        q.qname = dns::Bytes(question, length - 4);
-        q.qtype = dns::read_u16(question + length - 4);
-        q.qclass = dns::kClassIN;
-        return q;
-    }
-};
-
-// A resolver cookie: the request's id with the part (0 or 1) in the low bit of its slot
-// index. Slot indexes stay below kMaxRequests, far below 2^31.
-uint64_t cookie_of(uint64_t request_id, size_t part) {
-    return (request_id >> 32) << 32 | (request_id & 0xFFFFFFFFu) << 1 | part;
-}
-uint64_t request_of(uint64_t cookie) {
-    return (cookie >> 32) << 32 | (cookie & 0xFFFFFFFFu) >> 1;
-}
 
 }  // namespace
 
@@ -206,17 +170,14 @@ class NssServer::Acceptor final : public EventHandler {
     NssServer& server_;
 };
 
-NssServer::NssServer(ServerShared& shared, WorkerCounters& counters, uint32_t worker_index,
-                     NssOptions options, SettingsPtr settings)
-    : shared_(shared),
-      counters_(counters),
+NssServer::NssServer(upstream::ResolverShared& resolver, WorkerCounters& counters,
+                     uint32_t worker_index, NssOptions options, server::SettingsPtr settings)
+    : counters_(counters),
       options_(std::move(options)),
-      queue_(loop_),
       settings_(std::move(settings)),
-      resolver_(worker_index, loop_, shared.resolver, *this, counters, settings_->routing),
+      lookup_(worker_index, loop_, resolver, counters, *this, settings_->routing, options_.lookup),
       connections_(kMaxConnections),
-      requests_(kMaxRequests),
-      scratch_(kMaxAnswer) {}
+      requests_(kMaxRequests) {}
 
 NssServer::~NssServer() {
     stop();
@@ -262,18 +223,21 @@ std::optional<std::string> NssServer::open() {
 void NssServer::start() {
     acceptor_ = std::make_unique<Acceptor>(*this);
     loop_.add(listen_fd_, EPOLLIN, acceptor_.get(), listener_);
-    resolver_.apply(settings_->routing, settings_->resolver);
     thread_ = std::thread([this] {
+        loop_.refresh_now();
+        lookup_.apply(settings_->routing, settings_->resolver);
+        // The daemon answers /etc/hosts itself; an edit voids what the map holds.
+        lookup_.open([this] { map_.invalidate_all(); });
         loop_.run([this] {
             adopt_posted_settings();
-            queue_.drain(*this);
+            lookup_.drain();
         });
     });
 }
 
 void NssServer::adopt_posted_settings() {
-    if (SettingsPtr next = mailbox_.take()) {
-        resolver_.apply(next->routing, next->resolver);
+    if (server::SettingsPtr next = mailbox_.take()) {
+        lookup_.apply(next->routing, next->resolver);
         settings_ = std::move(next);
     }
 }
@@ -384,26 +348,22 @@ void NssServer::on_request(NssConnection& connection, const nscache_nss_request&
         return;
     }
     r->connection_id = connection.id();
-    r->op = header.op;
     r->family = header.family;
 
+    hostdb::HostQuery q;
+    q.search = false;  // the module runs the search list
+    q.family = header.family;
     bool valid = false;
     if (header.op == NSCACHE_NSS_BY_NAME) {
-        std::string text(data.begin(), data.end());
-        auto name = dns::name_from_text(text);
-        if (name && (header.family == kAfInet || header.family == kAfInet6 || header.family == 0)) {
-            dns::lower_name(name->view(), r->question.name);
-            if (header.family != kAfInet6) r->parts.push_back(Part{dns::rtype::A, false, {}});
-            if (header.family != kAfInet) r->parts.push_back(Part{dns::rtype::AAAA, false, {}});
-            valid = true;
-        }
+        q.name.assign(data.begin(), data.end());
+        while (!q.name.empty() && q.name.back() == '.') q.name.pop_back();
+        valid = !q.name.empty() && q.name.find('\0') == std::string::npos &&
+                (header.family == kAfInet || header.family == kAfInet6 || header.family == 0);
     } else if (header.op == NSCACHE_NSS_BY_ADDR &&
                ((header.family == kAfInet && data.size() == 4) ||
                 (header.family == kAfInet6 && data.size() == 16))) {
-        const std::vector<uint8_t> reverse = reverse_name(header.family, data.data());
-        std::memcpy(r->question.name.bytes, reverse.data(), reverse.size());
-        r->question.name.length = static_cast<uint8_t>(reverse.size());
-        r->parts.push_back(Part{dns::rtype::PTR, false, {}});
+        q.by_addr = true;
+        std::memcpy(q.address.data(), data.data(), data.size());
         valid = true;
     }
     if (!valid) {
@@ -414,78 +374,28 @@ void NssServer::on_request(NssConnection& connection, const nscache_nss_request&
     r->key.resize(NSCACHE_MAP_KEY_MAX);
     r->key.resize(
         nscache_map_key(r->key.data(), header.op, header.family, data.data(), data.size()));
-    r->question.qclass = dns::kClassIN;
     // Read before any cache lookup: a flush from here on must invalidate what this request
     // publishes, since its answer may be from before the flush.
     r->map_generation = map_.generation();
-    const size_t parts = r->parts.size();
-    for (size_t i = 0; i < parts; ++i) {
-        lookup_part(id, i);
-        // A part answered from the cache may have finished (and removed) the request.
-        if (requests_.find(id) == nullptr) return;
-    }
+    if (auto result = lookup_.start(q, id)) finish(id, *result);
 }
 
-void NssServer::lookup_part(RequestId id, size_t part) {
+void NssServer::host_done(uint64_t cookie, const hostdb::HostAnswer& answer) {
+    if (requests_.find(cookie) != nullptr) finish(cookie, answer);
+}
+
+void NssServer::finish(RequestId id, const hostdb::HostAnswer& result) {
     Request& r = *requests_.find(id);
-    upstream::Question question = r.question;
-    question.qtype = r.parts[part].qtype;
-    const SyntheticQuery synthetic(question.name.view(), question.qtype);
-    const dns::Query q = synthetic.query();
-    const cache::RenderLimits limits{kMaxAnswer, 1232};
-    const auto hit =
-        shared_.cache.lookup(question.cache_key(), q, loop_.now_ms(), limits, scratch_, false);
-    if (hit.freshness == cache::Freshness::Fresh) {
-        part_done(id, part, std::span<const uint8_t>(scratch_.data(), hit.length));
-        return;
-    }
-    // A question no upstream answered a moment ago (RFC 9520 §3.2): TRYAGAIN at once, so the
-    // next NSS module in nsswitch.conf gets its turn without a wait.
-    if (resolver_.failing(question, nullptr) || !resolver_.resolve(question, cookie_of(id, part))) {
-        part_done(id, part, {});
-    }
-}
-
-void NssServer::deliver(uint64_t cookie, const upstream::ResolveOutcome& outcome) {
-    const RequestId id = request_of(cookie);
-    const size_t part = cookie & 1;
-    Request* r = requests_.find(id);
-    if (r == nullptr || part >= r->parts.size()) return;
-    size_t length = 0;
-    if (outcome.answer) {
-        const SyntheticQuery synthetic(r->question.name.view(), r->parts[part].qtype);
-        bool truncated = false;
-        length = cache::render_answer(outcome.answer->view(), synthetic.query(), 0, false,
-                                      cache::RenderLimits{kMaxAnswer, 1232}, scratch_, &truncated);
-    }
-    part_done(id, part, std::span<const uint8_t>(scratch_.data(), length));
-}
-
-void NssServer::part_done(RequestId id, size_t part, std::span<const uint8_t> answer) {
-    Request& r = *requests_.find(id);
-    r.parts[part].done = true;
-    r.parts[part].result = hosts_result_from_answer(dns::Bytes(answer.data(), answer.size()),
-                                                    r.question.name.view(), r.parts[part].qtype);
-    for (const Part& p : r.parts) {
-        if (!p.done) return;
-    }
-    finish(id);
-}
-
-void NssServer::finish(RequestId id) {
-    Request& r = *requests_.find(id);
-    const HostsResult result = r.parts.size() == 2
-                                   ? combine_results(r.parts[0].result, r.parts[1].result)
-                                   : r.parts[0].result;
+    const uint16_t status = nss_status(result);
     const std::vector<uint8_t> payload = encode_payload(result);
-    map_.publish(r.key, result.status, result.ttl, payload, static_cast<int64_t>(loop_.now_ms()),
+    map_.publish(r.key, status, result.ttl, payload, static_cast<int64_t>(loop_.now_ms()),
                  r.map_generation);
     const int32_t family = r.family;
     const uint64_t connection_id = r.connection_id;
     requests_.remove(id);
     if (std::unique_ptr<NssConnection>* connection = connections_.find(connection_id)) {
-        answer(**connection, result.status, family, result.ttl, payload);
+        answer(**connection, status, family, result.ttl, payload);
     }
 }
 
-}  // namespace nscache::server
+}  // namespace nscache::nssd

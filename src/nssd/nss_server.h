@@ -1,7 +1,8 @@
 // The daemon's side of the NSS module: a thread with its own event loop serving the NSS
-// socket (one request, one response per connection), resolving through the shared cache and
-// the upstream machinery like a worker does, and publishing every answer in the shared map
-// so that the next lookup of that name in any process needs no system call.
+// socket (one request, one response per connection), answering through hostdb (/etc/hosts,
+// then the shared cache and this thread's own Resolver; the module runs the search list
+// itself), and publishing every answer in the shared map so that the next lookup of that
+// name in any process needs no system call.
 #pragma once
 
 #include <cstdint>
@@ -14,43 +15,44 @@
 #include "common/counters.h"
 #include "common/event_loop.h"
 #include "common/slot_table.h"
-#include "server/hosts_map.h"
-#include "server/nss_answer.h"
-#include "server/server_shared.h"
+#include "hostdb/host_lookup.h"
+#include "nssd/hosts_map.h"
+#include "nssd/nss_answer.h"
 #include "server/settings_mailbox.h"
 #include "upstream/completion.h"
 #include "upstream/resolver.h"
 
-namespace nscache::server {
+namespace nscache::nssd {
 
 struct NssOptions {
     std::string socket_path;
+    hostdb::HostLookupOptions lookup;
 };
 
 class NssConnection;
 
-class NssServer final : public upstream::CompletionSink {
+class NssServer final : public hostdb::HostSink {
   public:
     // `worker_index` is this thread's index among those the resolver can deliver to.
-    NssServer(ServerShared& shared, WorkerCounters& counters, uint32_t worker_index,
-              NssOptions options, SettingsPtr settings);
+    NssServer(upstream::ResolverShared& resolver, WorkerCounters& counters, uint32_t worker_index,
+              NssOptions options, server::SettingsPtr settings);
     ~NssServer();
 
     // Binds the socket and creates the map (a sealed memfd handed out over the socket); an
     // error message on failure. Call at startup, before any thread runs: it sets the umask.
     std::optional<std::string> open();
-    upstream::CompletionQueue& completion_queue() { return queue_; }
+    upstream::CompletionQueue& completion_queue() { return lookup_.completion_queue(); }
     void start();
     void stop();
     // Any thread: after a cache flush, nothing published before it may be served.
     void invalidate_map() { map_.invalidate_all(); }
     // Any thread: the NSS thread switches to `settings` (its routing) at its next wake-up.
-    void post_settings(SettingsPtr settings) {
+    void post_settings(server::SettingsPtr settings) {
         mailbox_.post(std::move(settings));
         loop_.wake();
     }
 
-    void deliver(uint64_t cookie, const upstream::ResolveOutcome& outcome) override;
+    void host_done(uint64_t cookie, const hostdb::HostAnswer& answer) override;
 
     // Used by connections.
     void on_request(NssConnection& connection, const nscache_nss_request& header,
@@ -60,19 +62,11 @@ class NssServer final : public upstream::CompletionSink {
   private:
     void adopt_posted_settings();
 
-    struct Part {
-        uint16_t qtype = 0;
-        bool done = false;
-        HostsResult result;
-    };
-    // One question being answered; its SlotTable id (with the part) is the resolver's cookie.
+    // One question being answered; its SlotTable id is the lookup's cookie.
     struct Request {
         uint64_t connection_id = 0;
-        uint16_t op = 0;
         int32_t family = 0;
         std::vector<uint8_t> key;     // map key (nss/protocol.h)
-        upstream::Question question;  // the name asked in DNS form (qtype set per part)
-        std::vector<Part> parts;      // A, AAAA or PTR
         uint32_t map_generation = 0;  // the map's, read before the first cache lookup
     };
     using RequestId = SlotTable<Request>::Id;
@@ -83,9 +77,7 @@ class NssServer final : public upstream::CompletionSink {
     bool shed_connection();
     // Stops watching the listening socket for a short while.
     void pause_listener();
-    void lookup_part(RequestId id, size_t part);
-    void part_done(RequestId id, size_t part, std::span<const uint8_t> answer);
-    void finish(RequestId id);
+    void finish(RequestId id, const hostdb::HostAnswer& answer);
     // Sends a response naming the map; pass_fd (if not -1) rides along as SCM_RIGHTS.
     void answer(NssConnection& connection, uint16_t status, int32_t family, uint32_t ttl,
                 std::span<const uint8_t> payload, int pass_fd = -1);
@@ -94,14 +86,12 @@ class NssServer final : public upstream::CompletionSink {
 
     class Acceptor;
 
-    ServerShared& shared_;
     WorkerCounters& counters_;
     NssOptions options_;
     EventLoop loop_;
-    upstream::CompletionQueue queue_;
-    SettingsPtr settings_;
-    SettingsMailbox mailbox_;
-    upstream::Resolver resolver_;
+    server::SettingsPtr settings_;
+    server::SettingsMailbox mailbox_;
+    hostdb::HostLookup lookup_;
     HostsMap map_;
     int listen_fd_ = -1;
     int spare_fd_ = -1;
@@ -111,8 +101,7 @@ class NssServer final : public upstream::CompletionSink {
     SlotTable<std::unique_ptr<NssConnection>> connections_;
     std::vector<std::unique_ptr<NssConnection>> graveyard_;
     SlotTable<Request> requests_;
-    std::vector<uint8_t> scratch_;
     std::thread thread_;
 };
 
-}  // namespace nscache::server
+}  // namespace nscache::nssd

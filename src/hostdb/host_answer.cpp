@@ -1,4 +1,4 @@
-#include "server/nss_answer.h"
+#include "hostdb/host_answer.h"
 
 #include <algorithm>
 #include <array>
@@ -7,7 +7,7 @@
 #include "dns/name.h"
 #include "dns/record.h"
 
-namespace nscache::server {
+namespace nscache::hostdb {
 namespace {
 
 constexpr int kMaxChain = 16;
@@ -18,21 +18,10 @@ std::string text_without_dot(dns::Bytes wire_name) {
     return t;
 }
 
-void put_u16(std::vector<uint8_t>& out, size_t v) {
-    const auto x = static_cast<uint16_t>(v);
-    out.insert(out.end(), reinterpret_cast<const uint8_t*>(&x),
-               reinterpret_cast<const uint8_t*>(&x) + 2);
-}
-
-void put_string(std::vector<uint8_t>& out, const std::string& s) {
-    put_u16(out, s.size());
-    out.insert(out.end(), s.begin(), s.end());
-}
-
 }  // namespace
 
-HostsResult hosts_result_from_answer(dns::Bytes msg, dns::Bytes qname, uint16_t qtype) {
-    HostsResult r;
+HostAnswer host_answer_from_dns(dns::Bytes msg, dns::Bytes qname, uint16_t qtype) {
+    HostAnswer r;
     if (msg.size() < dns::kHeaderSize) return r;
     const dns::Header h = dns::read_header(msg);
     auto question = dns::skip_name(msg, dns::kHeaderSize);
@@ -40,7 +29,7 @@ HostsResult hosts_result_from_answer(dns::Bytes msg, dns::Bytes qname, uint16_t 
     const uint8_t rcode = h.rcode();
     if (rcode != static_cast<uint8_t>(dns::Rcode::NoError) &&
         rcode != static_cast<uint8_t>(dns::Rcode::NxDomain)) {
-        return r;  // TRYAGAIN
+        return r;  // TryAgain
     }
 
     struct Rr {
@@ -70,14 +59,15 @@ HostsResult hosts_result_from_answer(dns::Bytes msg, dns::Bytes qname, uint16_t 
     dns::NameBuffer current;
     dns::lower_name(qname, current);
     uint32_t ttl = UINT32_MAX;
+    std::vector<std::string> chain;  // CNAME owners, in order
     for (int hop = 0; hop < kMaxChain; ++hop) {
         bool followed = false;
         for (const Rr& rr : answers) {
             if (!dns::names_equal_ci(rr.owner.view(), current.view())) continue;
-            if (rr.view.type == dns::rtype::CNAME && qtype != dns::rtype::CNAME) {
+            if (rr.view.type == dns::rtype::CNAME) {
                 dns::NameBuffer target;
                 if (!dns::read_name_lower(msg, rr.view.rdata_offset, target)) return r;
-                r.aliases.push_back(text_without_dot(current.view()));
+                chain.push_back(text_without_dot(current.view()));
                 ttl = std::min(ttl, rr.view.ttl);
                 current = target;
                 followed = true;
@@ -86,7 +76,7 @@ HostsResult hosts_result_from_answer(dns::Bytes msg, dns::Bytes qname, uint16_t 
         }
         if (!followed) break;
     }
-    r.canonical = text_without_dot(current.view());
+    std::vector<std::string> ptr_names;
     for (const Rr& rr : answers) {
         if (!dns::names_equal_ci(rr.owner.view(), current.view()) || rr.view.type != qtype)
             continue;
@@ -101,21 +91,27 @@ HostsResult hosts_result_from_answer(dns::Bytes msg, dns::Bytes qname, uint16_t 
         } else if (qtype == dns::rtype::PTR) {
             dns::NameBuffer target;
             if (!dns::read_name(msg, rr.view.rdata_offset, target)) continue;
-            r.aliases.push_back(text_without_dot(target.view()));
+            ptr_names.push_back(text_without_dot(target.view()));
         } else {
             continue;
         }
         ttl = std::min(ttl, rr.view.ttl);
     }
-    if (qtype == dns::rtype::PTR && !r.aliases.empty()) {
-        r.canonical = r.aliases.front();
-        r.aliases.erase(r.aliases.begin());
-        r.status = NSCACHE_NSS_FOUND;
-    } else if (!r.ipv4.empty() || !r.ipv6.empty()) {
-        r.status = NSCACHE_NSS_FOUND;
+    if (qtype == dns::rtype::PTR) {
+        // The CNAME chain of a classless reverse delegation (RFC 2317) names no host.
+        if (!ptr_names.empty()) {
+            r.canonical = ptr_names.front();
+            r.aliases.assign(ptr_names.begin() + 1, ptr_names.end());
+            r.status = HostStatus::Found;
+        }
     } else {
-        r.status = rcode == static_cast<uint8_t>(dns::Rcode::NxDomain) ? NSCACHE_NSS_NOTFOUND
-                                                                       : NSCACHE_NSS_NODATA;
+        r.canonical = text_without_dot(current.view());
+        r.aliases = std::move(chain);
+        if (!r.ipv4.empty() || !r.ipv6.empty()) r.status = HostStatus::Found;
+    }
+    if (r.status != HostStatus::Found) {
+        r.status = rcode == static_cast<uint8_t>(dns::Rcode::NxDomain) ? HostStatus::NotFound
+                                                                       : HostStatus::NoData;
         // Without an SOA the negative answer may not be kept (RFC 2308 §5).
         ttl = std::min(ttl, have_soa ? negative_ttl : 0u);
     }
@@ -123,43 +119,30 @@ HostsResult hosts_result_from_answer(dns::Bytes msg, dns::Bytes qname, uint16_t 
     return r;
 }
 
-HostsResult combine_results(const HostsResult& a, const HostsResult& aaaa) {
-    HostsResult r;
+HostAnswer combine_answers(const HostAnswer& a, const HostAnswer& aaaa) {
+    HostAnswer r;
     r.ttl = std::min(a.ttl, aaaa.ttl);
-    const bool found_a = a.status == NSCACHE_NSS_FOUND;
-    const bool found_aaaa = aaaa.status == NSCACHE_NSS_FOUND;
-    if (found_a || found_aaaa) {
-        const HostsResult& names = found_a ? a : aaaa;
-        r.status = NSCACHE_NSS_FOUND;
+    r.answered_name = a.answered_name.empty() ? aaaa.answered_name : a.answered_name;
+    if (a.found() || aaaa.found()) {
+        const HostAnswer& names = a.found() ? a : aaaa;
+        r.status = HostStatus::Found;
         r.canonical = names.canonical;
         r.aliases = names.aliases;
         r.ipv4 = a.ipv4;
         r.ipv6 = aaaa.ipv6;
         // A failed half must not be remembered as "no address of that family".
-        if (a.status == NSCACHE_NSS_TRYAGAIN || aaaa.status == NSCACHE_NSS_TRYAGAIN) r.ttl = 0;
+        if (a.status == HostStatus::TryAgain || aaaa.status == HostStatus::TryAgain) r.ttl = 0;
         return r;
     }
-    if (a.status == NSCACHE_NSS_NOTFOUND || aaaa.status == NSCACHE_NSS_NOTFOUND) {
-        r.status = NSCACHE_NSS_NOTFOUND;
-    } else if (a.status == NSCACHE_NSS_NODATA && aaaa.status == NSCACHE_NSS_NODATA) {
-        r.status = NSCACHE_NSS_NODATA;
+    if (a.status == HostStatus::NotFound || aaaa.status == HostStatus::NotFound) {
+        r.status = HostStatus::NotFound;
+    } else if (a.status == HostStatus::NoData && aaaa.status == HostStatus::NoData) {
+        r.status = HostStatus::NoData;
     } else {
-        r.status = NSCACHE_NSS_TRYAGAIN;
+        r.status = HostStatus::TryAgain;
         r.ttl = 0;
     }
     return r;
-}
-
-std::vector<uint8_t> encode_payload(const HostsResult& r) {
-    std::vector<uint8_t> out;
-    put_string(out, r.canonical);
-    put_u16(out, r.aliases.size());
-    for (const auto& alias : r.aliases) put_string(out, alias);
-    put_u16(out, r.ipv4.size());
-    for (const auto& a : r.ipv4) out.insert(out.end(), a.begin(), a.end());
-    put_u16(out, r.ipv6.size());
-    for (const auto& a : r.ipv6) out.insert(out.end(), a.begin(), a.end());
-    return out;
 }
 
 std::vector<uint8_t> reverse_name(int family, const uint8_t* address) {
@@ -181,4 +164,4 @@ std::vector<uint8_t> reverse_name(int family, const uint8_t* address) {
     return std::vector<uint8_t>(name->bytes, name->bytes + name->length);
 }
 
-}  // namespace nscache::server
+}  // namespace nscache::hostdb

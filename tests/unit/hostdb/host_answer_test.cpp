@@ -1,11 +1,11 @@
-#include "server/nss_answer.h"
+#include "hostdb/host_answer.h"
 
 #include <gtest/gtest.h>
 
 #include "dns/name.h"
 #include "wire_builder.h"
 
-namespace nscache::server {
+namespace nscache::hostdb {
 namespace {
 
 using testing::WireBuilder;
@@ -14,7 +14,7 @@ dns::NameBuffer wire(std::string_view text) {
     return *dns::name_from_text(text);
 }
 
-TEST(HostsResult, FollowsCnameChainToAddresses) {
+TEST(HostAnswer, FollowsCnameChainToAddresses) {
     WireBuilder b;
     b.header(0, dns::flag::QR | dns::flag::RA, 1, 3).question("Alias.example.test", dns::rtype::A);
     b.name_then_pointer("", 12).rr_fixed(dns::rtype::CNAME, 60, 0);
@@ -23,8 +23,8 @@ TEST(HostsResult, FollowsCnameChainToAddresses) {
     dns::write_u16(&b.bytes[rdlen_at], 18);
     b.name("mid.example.test").rr_fixed(dns::rtype::CNAME, 30, 18).name("www.example.test");
     b.name("www.example.test").rr_fixed(dns::rtype::A, 300, 4).raw({192, 0, 2, 1});
-    auto r = hosts_result_from_answer(b.view(), wire("alias.example.test").view(), dns::rtype::A);
-    EXPECT_EQ(r.status, NSCACHE_NSS_FOUND);
+    auto r = host_answer_from_dns(b.view(), wire("alias.example.test").view(), dns::rtype::A);
+    EXPECT_EQ(r.status, HostStatus::Found);
     EXPECT_EQ(r.canonical, "www.example.test");
     ASSERT_EQ(r.aliases.size(), 2u);
     EXPECT_EQ(r.aliases[0], "alias.example.test");
@@ -34,7 +34,7 @@ TEST(HostsResult, FollowsCnameChainToAddresses) {
     EXPECT_EQ(r.ttl, 30u);
 }
 
-TEST(HostsResult, NegativeAnswersTakeTheSoaTtl) {
+TEST(HostAnswer, NegativeAnswersTakeTheSoaTtl) {
     WireBuilder b;
     b.header(0, dns::flag::QR | 3, 1, 0, 1).question("nx.example.test", dns::rtype::A);
     b.name("example.test").rr_fixed(dns::rtype::SOA, 45, 0);
@@ -42,37 +42,43 @@ TEST(HostsResult, NegativeAnswersTakeTheSoaTtl) {
     const size_t start = b.size();
     b.name("ns.example.test").name("admin.example.test").u32(1).u32(2).u32(3).u32(4).u32(60);
     dns::write_u16(&b.bytes[rdlen_at], static_cast<uint16_t>(b.size() - start));
-    auto r = hosts_result_from_answer(b.view(), wire("nx.example.test").view(), dns::rtype::A);
-    EXPECT_EQ(r.status, NSCACHE_NSS_NOTFOUND);
+    auto r = host_answer_from_dns(b.view(), wire("nx.example.test").view(), dns::rtype::A);
+    EXPECT_EQ(r.status, HostStatus::NotFound);
     EXPECT_EQ(r.ttl, 45u);
     b.bytes[3] = 0;  // NOERROR: NODATA
-    EXPECT_EQ(
-        hosts_result_from_answer(b.view(), wire("nx.example.test").view(), dns::rtype::A).status,
-        NSCACHE_NSS_NODATA);
+    EXPECT_EQ(host_answer_from_dns(b.view(), wire("nx.example.test").view(), dns::rtype::A).status,
+              HostStatus::NoData);
 }
 
-TEST(HostsResult, FailuresAreTryAgain) {
+TEST(HostAnswer, FailuresAreTryAgain) {
     WireBuilder b;
     b.header(0, dns::flag::QR | 2, 1).question("x.example.test", dns::rtype::A);
-    EXPECT_EQ(
-        hosts_result_from_answer(b.view(), wire("x.example.test").view(), dns::rtype::A).status,
-        NSCACHE_NSS_TRYAGAIN);
-    EXPECT_EQ(hosts_result_from_answer({}, wire("x.example.test").view(), dns::rtype::A).status,
-              NSCACHE_NSS_TRYAGAIN);
+    EXPECT_EQ(host_answer_from_dns(b.view(), wire("x.example.test").view(), dns::rtype::A).status,
+              HostStatus::TryAgain);
+    EXPECT_EQ(host_answer_from_dns({}, wire("x.example.test").view(), dns::rtype::A).status,
+              HostStatus::TryAgain);
 }
 
-TEST(CombineResults, UnspecFamilyRules) {
-    HostsResult a{NSCACHE_NSS_FOUND, 300, "h", {}, {{{192, 0, 2, 1}}}, {}};
-    HostsResult nodata{NSCACHE_NSS_NODATA, 60, "", {}, {}, {}};
-    HostsResult nx{NSCACHE_NSS_NOTFOUND, 60, "", {}, {}, {}};
-    HostsResult fail{NSCACHE_NSS_TRYAGAIN, 0, "", {}, {}, {}};
-    auto r = combine_results(a, nodata);
-    EXPECT_EQ(r.status, NSCACHE_NSS_FOUND);
+TEST(CombineAnswers, UnspecFamilyRules) {
+    const auto make = [](HostStatus status, uint32_t ttl) {
+        HostAnswer r;
+        r.status = status;
+        r.ttl = ttl;
+        return r;
+    };
+    HostAnswer a = make(HostStatus::Found, 300);
+    a.canonical = "h";
+    a.ipv4 = {{192, 0, 2, 1}};
+    const HostAnswer nodata = make(HostStatus::NoData, 60);
+    const HostAnswer nx = make(HostStatus::NotFound, 60);
+    const HostAnswer fail = make(HostStatus::TryAgain, 0);
+    auto r = combine_answers(a, nodata);
+    EXPECT_EQ(r.status, HostStatus::Found);
     EXPECT_EQ(r.ttl, 60u);  // kept no longer than the "no AAAA" is known
-    EXPECT_EQ(combine_results(nx, nx).status, NSCACHE_NSS_NOTFOUND);
-    EXPECT_EQ(combine_results(nodata, nodata).status, NSCACHE_NSS_NODATA);
-    EXPECT_EQ(combine_results(nodata, fail).status, NSCACHE_NSS_TRYAGAIN);
-    EXPECT_EQ(combine_results(a, fail).ttl, 0u);  // served, not published
+    EXPECT_EQ(combine_answers(nx, nx).status, HostStatus::NotFound);
+    EXPECT_EQ(combine_answers(nodata, nodata).status, HostStatus::NoData);
+    EXPECT_EQ(combine_answers(nodata, fail).status, HostStatus::TryAgain);
+    EXPECT_EQ(combine_answers(a, fail).ttl, 0u);  // served, not published
 }
 
 TEST(ReverseName, Ipv4AndIpv6) {
@@ -86,4 +92,4 @@ TEST(ReverseName, Ipv4AndIpv6) {
 }
 
 }  // namespace
-}  // namespace nscache::server
+}  // namespace nscache::hostdb

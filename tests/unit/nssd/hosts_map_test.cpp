@@ -1,4 +1,4 @@
-#include "server/hosts_map.h"
+#include "nssd/hosts_map.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace nscache::server {
+namespace nscache::nssd {
 namespace {
 
 // Reads a slot as the NSS module does, without its seqlock loop (single-threaded here),
@@ -140,4 +140,4 @@ TEST(HostsMap, TooLargeOrZeroTtlIsNotPublished) {
 }
 
 }  // namespace
-}  // namespace nscache::server
+}  // namespace nscache::nssd

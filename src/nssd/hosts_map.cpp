@@ -1,4 +1,4 @@
-#include "server/hosts_map.h"
+#include "nssd/hosts_map.h"
 
 #include "common/bytes.h"
 #include "common/random.h"
@@ -12,7 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace nscache::server {
+namespace nscache::nssd {
 namespace {
 
 nscache_map_header* header_of(void* base) {
@@ -134,4 +134,4 @@ void HostsMap::close() {
     fd_ = -1;
 }
 
-}  // namespace nscache::server
+}  // namespace nscache::nssd

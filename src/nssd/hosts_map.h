@@ -14,7 +14,7 @@
 
 #include "nss/protocol.h"
 
-namespace nscache::server {
+namespace nscache::nssd {
 
 class HostsMap {
   public:
@@ -62,4 +62,4 @@ class HostsMap {
     uint32_t id_ = 0;
 };
 
-}  // namespace nscache::server
+}  // namespace nscache::nssd

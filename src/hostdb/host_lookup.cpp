@@ -1,0 +1,287 @@
+#include "hostdb/host_lookup.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "cache/render.h"
+#include "dns/name.h"
+#include "dns/query.h"
+
+namespace nscache::hostdb {
+namespace {
+
+constexpr int kAfInet = 2;
+constexpr int kAfInet6 = 10;
+constexpr size_t kMaxAnswer = 65535;
+// Lookups in flight on one thread; past this a lookup answers TryAgain at once (the client
+// falls back to its own NSS modules).
+constexpr size_t kMaxLookups = 16384;
+
+// A DNS query made up for the cache's renderer: no EDNS, RD set, ID 0.
+struct SyntheticQuery {
+    uint8_t question[dns::kMaxNameLength + 4];
+    size_t length = 0;
+
+    SyntheticQuery(dns::Bytes name, uint16_t qtype) {
+        std::memcpy(question, name.data(), name.size());
+        dns::write_u16(question + name.size(), qtype);
+        dns::write_u16(question + name.size() + 2, dns::kClassIN);
+        length = name.size() + 4;
+    }
+    dns::Query query() const {
+        dns::Query q;
+        q.header.flags = dns::flag::RD;
+        q.header.qdcount = 1;
+        q.question = dns::Bytes(question, length);
+        q.qname = dns::Bytes(question, length - 4);
+        q.qtype = dns::read_u16(question + length - 4);
+        q.qclass = dns::kClassIN;
+        return q;
+    }
+};
+
+// A resolver cookie: the lookup's id with the part (0 or 1) in the low bit of its slot index.
+uint64_t cookie_of(uint64_t id, size_t part) {
+    return (id >> 32) << 32 | (id & 0xFFFFFFFFu) << 1 | part;
+}
+uint64_t lookup_of(uint64_t cookie) {
+    return (cookie >> 32) << 32 | (cookie & 0xFFFFFFFFu) >> 1;
+}
+
+// A numeric name answers itself (glibc's callers catch most of them before any lookup).
+std::optional<HostAnswer> numeric(const std::string& name, int family) {
+    HostAnswer r;
+    uint8_t a[16];
+    if (family != kAfInet6 && inet_pton(AF_INET, name.c_str(), a) == 1) {
+        r.ipv4.push_back({a[0], a[1], a[2], a[3]});
+    } else if (family != kAfInet && inet_pton(AF_INET6, name.c_str(), a) == 1) {
+        std::array<uint8_t, 16> v6;
+        std::memcpy(v6.data(), a, 16);
+        r.ipv6.push_back(v6);
+    } else {
+        return std::nullopt;
+    }
+    r.status = HostStatus::Found;
+    r.canonical = name;
+    r.ttl = kHostsFileTtl;
+    return r;
+}
+
+SearchOutcome outcome_of(const HostAnswer& a, bool answered) {
+    switch (a.status) {
+        case HostStatus::Found:
+            return SearchOutcome::Found;
+        case HostStatus::NotFound:
+            return SearchOutcome::NotFound;
+        case HostStatus::NoData:
+            return SearchOutcome::NoData;
+        case HostStatus::TryAgain:
+            break;
+    }
+    return answered ? SearchOutcome::ServFail : SearchOutcome::Failed;
+}
+
+}  // namespace
+
+HostLookup::HostLookup(uint32_t worker_index, EventLoop& loop, upstream::ResolverShared& resolver,
+                       WorkerCounters& counters, HostSink& sink,
+                       std::shared_ptr<const upstream::Routing> routing, HostLookupOptions options)
+    : loop_(loop),
+      shared_(resolver),
+      sink_(sink),
+      options_(std::move(options)),
+      queue_(loop),
+      resolver_(worker_index, loop, resolver, *this, counters, std::move(routing)),
+      hosts_(options_.hosts),
+      search_config_(options_.resolv_conf),
+      lookups_(kMaxLookups),
+      scratch_(kMaxAnswer) {}
+
+HostLookup::~HostLookup() = default;
+
+void HostLookup::open(std::function<void()> on_hosts_change) {
+    hosts_.open(loop_, std::move(on_hosts_change));
+}
+
+std::optional<HostAnswer> HostLookup::start(const HostQuery& query, uint64_t cookie) {
+    if (query.by_addr && !query.refresh) {
+        if (auto r = hosts_.table().by_addr(query.family, query.address.data())) return r;
+    } else if (!query.by_addr && !query.refresh) {
+        if (auto r = numeric(query.name, query.family)) return r;
+        if (auto r = hosts_.table().by_name(query.name, query.family)) return r;
+    }
+    LookupId id;
+    Lookup* l = lookups_.add(id);
+    if (l == nullptr) return HostAnswer{};  // TryAgain
+    l->query = query;
+    l->cookie = cookie;
+    l->question.qclass = dns::kClassIN;
+    if (query.by_addr) {
+        const std::vector<uint8_t> reverse = reverse_name(query.family, query.address.data());
+        std::memcpy(l->question.name.bytes, reverse.data(), reverse.size());
+        l->question.name.length = static_cast<uint8_t>(reverse.size());
+    } else if (query.search && !query.refresh) {
+        l->plan.emplace(search_config_.get(loop_.now_ms()), query.name);
+    } else {
+        l->plan.emplace(SearchPlan::single(query.name));
+    }
+    l->in_start = true;
+    ask_next(id);
+    l = lookups_.find(id);
+    if (l->result) {
+        std::optional<HostAnswer> r = std::move(l->result);
+        lookups_.remove(id);
+        return r;
+    }
+    l->in_start = false;
+    return std::nullopt;
+}
+
+void HostLookup::ask_next(LookupId id) {
+    Lookup& l = *lookups_.find(id);
+    const uint32_t round = ++l.round;
+    l.parts.clear();
+    if (l.query.by_addr) {
+        l.parts.push_back(Part{dns::rtype::PTR, false, false, {}});
+    } else {
+        std::optional<std::string> name = l.plan->next();
+        if (!name) {
+            HostAnswer r;  // TryAgain (ServFail, Failed): kept nowhere
+            const auto ttl = [](uint32_t t) { return t == UINT32_MAX ? 0u : t; };
+            switch (l.plan->result()) {
+                case SearchOutcome::Found:
+                    r = l.found;
+                    break;
+                case SearchOutcome::NotFound:
+                    r.status = HostStatus::NotFound;
+                    r.ttl = ttl(l.notfound_ttl);
+                    break;
+                case SearchOutcome::NoData:
+                    r.status = HostStatus::NoData;
+                    r.ttl = ttl(l.nodata_ttl);
+                    break;
+                case SearchOutcome::ServFail:
+                case SearchOutcome::Failed:
+                    break;
+            }
+            finish(id, std::move(r));
+            return;
+        }
+        auto wire = dns::name_from_text(*name + ".");
+        if (!wire) {
+            l.plan->report(SearchOutcome::NotFound);
+            ask_next(id);
+            return;
+        }
+        l.candidate = std::move(*name);
+        dns::lower_name(wire->view(), l.question.name);
+        if (l.query.family != kAfInet6) l.parts.push_back(Part{dns::rtype::A, false, false, {}});
+        if (l.query.family != kAfInet) l.parts.push_back(Part{dns::rtype::AAAA, false, false, {}});
+    }
+    const size_t parts = l.parts.size();
+    for (size_t i = 0; i < parts; ++i) {
+        ask_part(id, i);
+        // A part answered from the cache may have moved the lookup on, or finished it.
+        Lookup* now = lookups_.find(id);
+        if (now == nullptr || now->result || now->round != round) return;
+    }
+}
+
+void HostLookup::ask_part(LookupId id, size_t part) {
+    Lookup& l = *lookups_.find(id);
+    upstream::Question question = l.question;
+    question.qtype = l.parts[part].qtype;
+    if (!l.query.refresh) {
+        const SyntheticQuery synthetic(question.name.view(), question.qtype);
+        const dns::Query q = synthetic.query();
+        const cache::RenderLimits limits{kMaxAnswer, 1232};
+        const auto hit =
+            shared_.cache.lookup(question.cache_key(), q, loop_.now_ms(), limits, scratch_, false);
+        if (hit.freshness == cache::Freshness::Fresh) {
+            part_done(id, part, std::span<const uint8_t>(scratch_.data(), hit.length), true);
+            return;
+        }
+        // A question no upstream answered a moment ago (RFC 9520 §3.2): a failure at once,
+        // so the client's own NSS modules get their turn without a wait.
+        if (resolver_.failing(question, nullptr)) {
+            part_done(id, part, {}, false);
+            return;
+        }
+    }
+    if (!resolver_.resolve(question, cookie_of(id, part))) part_done(id, part, {}, false);
+}
+
+void HostLookup::deliver(uint64_t cookie, const upstream::ResolveOutcome& outcome) {
+    const LookupId id = lookup_of(cookie);
+    const size_t part = cookie & 1;
+    Lookup* l = lookups_.find(id);
+    if (l == nullptr || part >= l->parts.size() || l->parts[part].done) return;
+    size_t length = 0;
+    if (outcome.answer) {
+        upstream::Question question = l->question;
+        const SyntheticQuery synthetic(question.name.view(), l->parts[part].qtype);
+        bool truncated = false;
+        length = cache::render_answer(outcome.answer->view(), synthetic.query(), 0, false,
+                                      cache::RenderLimits{kMaxAnswer, 1232}, scratch_, &truncated);
+    }
+    part_done(id, part, std::span<const uint8_t>(scratch_.data(), length),
+              outcome.answer != nullptr);
+}
+
+void HostLookup::part_done(LookupId id, size_t part, std::span<const uint8_t> answer,
+                           bool answered) {
+    Lookup& l = *lookups_.find(id);
+    Part& p = l.parts[part];
+    p.done = true;
+    p.answered = answered && !answer.empty();
+    p.answer = host_answer_from_dns(dns::Bytes(answer.data(), answer.size()),
+                                    l.question.name.view(), p.qtype);
+    for (const Part& other : l.parts) {
+        if (!other.done) return;
+    }
+    candidate_done(id);
+}
+
+void HostLookup::candidate_done(LookupId id) {
+    Lookup& l = *lookups_.find(id);
+    HostAnswer answer = l.parts.size() == 2 ? combine_answers(l.parts[0].answer, l.parts[1].answer)
+                                            : l.parts[0].answer;
+    bool answered = false;
+    for (const Part& p : l.parts) answered = answered || p.answered;
+    if (l.query.by_addr) {
+        if (answer.found()) {
+            // The address asked is the one address of a by-address answer.
+            if (l.query.family == kAfInet) {
+                const auto& a = l.query.address;
+                answer.ipv4.assign(1, {a[0], a[1], a[2], a[3]});
+            } else {
+                answer.ipv6.assign(1, l.query.address);
+            }
+        }
+        if (answer.status == HostStatus::TryAgain) answer.ttl = 0;
+        finish(id, std::move(answer));
+        return;
+    }
+    answer.answered_name = l.candidate;
+    const SearchOutcome outcome = outcome_of(answer, answered);
+    if (outcome == SearchOutcome::Found) l.found = answer;
+    if (outcome == SearchOutcome::NotFound) l.notfound_ttl = std::min(l.notfound_ttl, answer.ttl);
+    if (outcome == SearchOutcome::NoData) l.nodata_ttl = std::min(l.nodata_ttl, answer.ttl);
+    l.plan->report(outcome);
+    ask_next(id);
+}
+
+void HostLookup::finish(LookupId id, HostAnswer answer) {
+    Lookup& l = *lookups_.find(id);
+    if (l.in_start) {
+        l.result = std::move(answer);
+        return;
+    }
+    const uint64_t cookie = l.cookie;
+    lookups_.remove(id);
+    sink_.host_done(cookie, answer);
+}
+
+}  // namespace nscache::hostdb

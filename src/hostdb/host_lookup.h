@@ -1,0 +1,125 @@
+// One thread's host lookups, as `hosts: files dns` answers them: a numeric name answers
+// itself, then /etc/hosts, then DNS through the shared cache and this thread's own Resolver
+// (never glibc's resolver, which would ask nscd, that is: us), trying the names of
+// resolv.conf's search list in res_search's order, A and AAAA at once for AF_UNSPEC as
+// glibc's dns module asks them. Both fronts (the NSS module's socket and the nscd socket) use
+// it. Everything here runs on the owning thread's event loop; deliveries from other workers
+// come through completion_queue().
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/counters.h"
+#include "common/event_loop.h"
+#include "common/slot_table.h"
+#include "hostdb/host_answer.h"
+#include "hostdb/hosts_file.h"
+#include "hostdb/search_list.h"
+#include "upstream/completion.h"
+#include "upstream/resolver.h"
+
+namespace nscache::hostdb {
+
+struct HostQuery {
+    bool by_addr = false;
+    std::string name;  // by name: as the program asked it
+    int family = 0;    // by name: 2, 10 or 0 (both); by address: 2 or 10
+    std::array<uint8_t, 16> address{};
+    // Apply resolv.conf's search list (the nscd front; the NSS module searches itself).
+    bool search = true;
+    // Prefetch: ask upstream for `name` as is, past the cache, /etc/hosts and the search list.
+    bool refresh = false;
+};
+
+// Implemented by a front: receives the answer to a lookup that did not finish at once.
+class HostSink {
+  public:
+    virtual void host_done(uint64_t cookie, const HostAnswer& answer) = 0;
+
+  protected:
+    ~HostSink() = default;
+};
+
+struct HostLookupOptions {
+    HostsFile::Paths hosts;
+    std::string resolv_conf = "/etc/resolv.conf";
+};
+
+class HostLookup final : public upstream::CompletionSink {
+  public:
+    // `worker_index`: this thread's index among the queues of resolver.queues.
+    HostLookup(uint32_t worker_index, EventLoop& loop, upstream::ResolverShared& resolver,
+               WorkerCounters& counters, HostSink& sink,
+               std::shared_ptr<const upstream::Routing> routing, HostLookupOptions options = {});
+    ~HostLookup();
+
+    // On the loop's thread, before lookups: reads /etc/hosts and starts watching it;
+    // `on_hosts_change` runs after every later reload (fronts flush what they published).
+    void open(std::function<void()> on_hosts_change);
+    upstream::CompletionQueue& completion_queue() { return queue_; }
+    // On the loop's thread: lookups started from now on go by `routing` and `options` (a
+    // reload); those under way finish as they began.
+    void apply(std::shared_ptr<const upstream::Routing> routing,
+               const upstream::ResolverOptions& options) {
+        resolver_.apply(std::move(routing), options);
+    }
+    // Drains the completion queue: pass as the loop's on_wake.
+    void drain() { queue_.drain(*this); }
+
+    // The answer when it is known at once (numeric name, /etc/hosts, cache hits); otherwise
+    // nullopt, and host_done(cookie, ...) follows exactly once, later, from the loop.
+    std::optional<HostAnswer> start(const HostQuery& query, uint64_t cookie);
+
+    void deliver(uint64_t cookie, const upstream::ResolveOutcome& outcome) override;
+
+  private:
+    struct Part {
+        uint16_t qtype = 0;
+        bool done = false;
+        bool answered = false;  // an upstream (or the cache) gave a DNS answer
+        HostAnswer answer;
+    };
+    struct Lookup {
+        HostQuery query;
+        uint64_t cookie = 0;
+        std::optional<SearchPlan> plan;
+        std::string candidate;        // the name being asked, text
+        upstream::Question question;  // the name being asked, wire (qtype set per part)
+        std::vector<Part> parts;
+        uint32_t round = 0;  // bumped per candidate asked
+        bool in_start = false;
+        std::optional<HostAnswer> result;
+        // By name: the tries' answers the search's outcome is made of (RFC 2308: a negative
+        // outcome is kept no longer than the shortest negative TTL that made it).
+        HostAnswer found;
+        uint32_t notfound_ttl = UINT32_MAX;
+        uint32_t nodata_ttl = UINT32_MAX;
+    };
+    using LookupId = SlotTable<Lookup>::Id;
+
+    // Asks the next candidate, or finishes the lookup when the search is over.
+    void ask_next(LookupId id);
+    void ask_part(LookupId id, size_t part);
+    void part_done(LookupId id, size_t part, std::span<const uint8_t> answer, bool answered);
+    void candidate_done(LookupId id);
+    void finish(LookupId id, HostAnswer answer);
+
+    EventLoop& loop_;
+    upstream::ResolverShared& shared_;
+    HostSink& sink_;
+    HostLookupOptions options_;
+    upstream::CompletionQueue queue_;
+    upstream::Resolver resolver_;
+    HostsFile hosts_;
+    SearchConfigSource search_config_;
+    SlotTable<Lookup> lookups_;
+    std::vector<uint8_t> scratch_;
+};
+
+}  // namespace nscache::hostdb

@@ -1,0 +1,148 @@
+// The nscd hosts map: a file in glibc's nscd layout (nscd/protocol.h) that every process's
+// built-in nscd client maps read-only and searches with no lock and no system call. This is
+// its only writer (the nscd thread), and it never lets a reader in another process see a
+// torn, moved or reused record:
+//  - a record and its hash entry are written in fresh memory nobody has seen, then published
+//    by one release store of the bucket head (new entries go first in their chain, so the
+//    newest answer for a key wins);
+//  - a record is retired by one byte (usable = 0) and unlinked by one release store of its
+//    predecessor's link; its memory is never written again;
+//  - freed memory is never reused: when the data area is spent, the live records are copied
+//    into a new map (rotation), GETFDHST hands out the new one, and the old head's timestamp
+//    becomes 0, which sends every client back for the new map on its next call;
+//  - gc_cycle stays even: nothing ever moves in place;
+//  - nscd_certainly_running is 1 while this process lives and 0 the moment it dies, however
+//    it dies (running_guard.h); the timestamp then says "stale": clients drop the map at once.
+// Expiry is exact: a record is retired when its TTL runs out (the thread's timer calls
+// expire()), not on a prune cycle.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "nscd/protocol.h"
+
+namespace nscache::nscd {
+
+// One map file: a sealed memfd mapped read-write here, of a fixed size.
+class MapFile {
+  public:
+    ~MapFile();
+    // An error message on failure.
+    std::optional<std::string> create(uint32_t module, uint32_t data_size, uint32_t nl_stamp,
+                                      uint64_t now_s);
+    // The read-only descriptor to hand out, and the size a client maps.
+    int reader_fd() const { return reader_fd_; }
+    uint64_t map_size() const { return map_size_; }
+
+    MapHead* head() const { return static_cast<MapHead*>(base_); }
+    uint32_t* buckets() const { return reinterpret_cast<uint32_t*>(head() + 1); }
+    uint8_t* data() const { return data_; }
+    uint32_t data_size() const { return data_size_; }
+    // `bytes` (a multiple of kBlockAlign) of never-used memory; nullopt when spent.
+    std::optional<uint32_t> allocate(uint32_t bytes);
+    // Tells clients this map is stale (timestamp 0): they ask for the current one.
+    void retire();
+
+  private:
+    int fd_ = -1;
+    int reader_fd_ = -1;
+    void* base_ = nullptr;
+    uint64_t map_size_ = 0;
+    uint8_t* data_ = nullptr;
+    uint32_t data_size_ = 0;
+    uint32_t first_free_ = 0;
+};
+
+struct MapOptions {
+    uint32_t module = 32749;         // buckets (a prime)
+    uint32_t data_size = 32u << 20;  // bytes; the memfd is sparse, pages come as used
+    // Keep nscd_certainly_running set while the process lives (running_guard.h).
+    bool certainly_running = true;
+};
+
+class MapWriter {
+  public:
+    explicit MapWriter(MapOptions options = {}) : options_(options) {}
+    ~MapWriter();
+    MapWriter(const MapWriter&) = delete;
+    MapWriter& operator=(const MapWriter&) = delete;
+
+    // Creates the first map. An error message on failure.
+    std::optional<std::string> open(uint64_t now_s);
+    const MapFile* current() const { return current_.get(); }
+
+    // Publishes `response` (a reply as sent on the socket) for (type, key) until now_ms +
+    // ttl_s (CLOCK_MONOTONIC ms). Replaces an earlier record of the key. False when it
+    // does not fit even in an empty map.
+    bool publish(RequestType type, std::span<const uint8_t> key, std::span<const uint8_t> response,
+                 uint32_t ttl_s, uint64_t now_ms, uint64_t now_s);
+    // Retires every record whose time is up; returns when the next one is due (or 0: none).
+    uint64_t expire(uint64_t now_ms);
+    // Retires the record of (type, key), if any.
+    void remove(RequestType type, std::span<const uint8_t> key);
+    // Forgets everything: a new empty map (INVALIDATE, a hosts file change, a cache flush).
+    void flush(uint64_t now_s);
+    // The staleness stamp clients check while the map is not certainly running (called once a
+    // second); also lets go of maps no guard points at anymore.
+    void heartbeat(uint64_t now_s);
+    void set_netlink_stamp(uint32_t stamp);
+    // On stop: clients drop the map at once and use NSS.
+    void shutdown();
+
+    size_t entries() const { return index_.size(); }
+    uint64_t rotations() const { return rotations_; }
+    // When the record of (type, key) expires, or 0 when none is published.
+    uint64_t expiry_of(RequestType type, std::span<const uint8_t> key) const;
+
+  private:
+    struct Entry {
+        uint32_t hash_ref = kEndRef;  // the HashEntry
+        uint32_t data_ref = kEndRef;  // the DataHead
+        uint32_t bytes = 0;           // the record block
+        uint32_t bucket = 0;
+        uint64_t expires_ms = 0;
+        uint64_t serial = 0;  // which publication: a rotation keeps it, a replacement not
+    };
+    struct Due {
+        uint64_t expires_ms;
+        uint64_t serial;
+        std::string key;
+        bool operator>(const Due& o) const { return expires_ms > o.expires_ms; }
+    };
+
+    static std::string index_key(RequestType type, std::span<const uint8_t> key);
+    // Writes a record block copy and its hash entry into `map`, linked first in its bucket.
+    std::optional<Entry> place(MapFile& map, RequestType type, std::span<const uint8_t> key,
+                               std::span<const uint8_t> block);
+    void unlink(MapFile& map, const Entry& entry);
+    // A new map holding the live records; false if even that failed.
+    bool rotate(uint64_t now_s, bool keep_records);
+    std::unique_ptr<MapFile> new_map(uint64_t now_s, std::string& error);
+    // Has the running guard point at `map`'s flag; once it does, the map's timestamp is set
+    // long past, so that only the flag keeps the map trusted.
+    void guard(MapFile& map);
+    // Points the running guard away from every map (before they are unmapped).
+    void unguard();
+
+    MapOptions options_;
+    std::unique_ptr<MapFile> current_;
+    // Replaced maps, kept mapped until the running guard points elsewhere (the kernel would
+    // otherwise write into whatever reuses their addresses): (guard generation, map).
+    std::vector<std::pair<uint64_t, std::unique_ptr<MapFile>>> retired_;
+    uint64_t guard_generation_ = 0;
+    uint64_t next_serial_ = 1;
+    uint32_t nl_stamp_ = 1;
+    uint64_t rotations_ = 0;
+    std::unordered_map<std::string, Entry> index_;
+    std::priority_queue<Due, std::vector<Due>, std::greater<>> due_;
+};
+
+}  // namespace nscache::nscd

@@ -1,0 +1,551 @@
+#include "nscd/nscd_server.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include "common/log.h"
+#include "nscd/host_records.h"
+
+namespace nscache::nscd {
+namespace {
+
+constexpr size_t kMaxConnections = 4096;
+constexpr size_t kMaxRequests = 2 * kMaxConnections;
+// A client waits 5 s for its reply; a connection still unanswered just before that is closed
+// without one, so the client asks NSS itself at once instead of after its own timeout.
+constexpr uint64_t kConnectionTimeoutMs = kClientTimeoutMs - 500;
+constexpr uint64_t kHeartbeatMs = 1000;
+// Prefetch: a record is refreshed this long before it expires (at least 1 s, 10% of its TTL),
+// at most kRefreshes times since a client last asked for it over the socket (map hits are
+// invisible here, as they are to nscd, which reloads an entry 5 times by default).
+constexpr uint32_t kRefreshes = 5;
+constexpr uint32_t kMinRefreshTtl = 2;
+constexpr int kAfInet = 2;
+constexpr int kAfInet6 = 10;
+
+uint64_t wall_s() {
+    return static_cast<uint64_t>(time(nullptr));
+}
+
+bool is_host_type(int32_t type) {
+    return type == GETHOSTBYNAME || type == GETHOSTBYNAMEv6 || type == GETHOSTBYADDR ||
+           type == GETHOSTBYADDRv6 || type == GETAI;
+}
+
+bool is_other_type(int32_t type) {
+    return type == GETPWBYNAME || type == GETPWBYUID || type == GETGRBYNAME || type == GETGRBYGID ||
+           type == INITGROUPS || type == GETSERVBYNAME || type == GETSERVBYPORT ||
+           type == GETNETGRENT || type == INNETGR;
+}
+
+// A string key: NUL-terminated with no NUL inside.
+bool string_key(const std::vector<uint8_t>& key, std::string& out) {
+    if (key.empty() || key.back() != 0) return false;
+    out.assign(reinterpret_cast<const char*>(key.data()), key.size() - 1);
+    return out.find('\0') == std::string::npos;
+}
+
+}  // namespace
+
+// One client: reads one request (header and key), waits for its answer, writes it, closes.
+class NscdConnection final : public EventHandler {
+  public:
+    NscdConnection(NscdServer& server, EventLoop& loop, int fd, uint64_t id)
+        : server_(server), loop_(loop), fd_(fd), id_(id) {
+        ucred cred{};
+        socklen_t len = sizeof cred;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+            peer_pid_ = cred.pid;
+            peer_uid_ = cred.uid;
+        }
+    }
+    ~NscdConnection() {
+        loop_.cancel_timer(timer_);
+        if (fd_ >= 0) {
+            loop_.remove(registration_);
+            close(fd_);
+        }
+    }
+
+    uint64_t id() const { return id_; }
+    pid_t peer_pid() const { return peer_pid_; }
+    uid_t peer_uid() const { return peer_uid_; }
+
+    bool start() {
+        if (!loop_.add(fd_, EPOLLIN, this, registration_)) return false;
+        timer_ = loop_.add_timer(loop_.now_ms() + kConnectionTimeoutMs, [this] {
+            timer_ = EventLoop::kNoTimer;
+            shut();
+        });
+        return true;
+    }
+
+    void on_event(uint32_t events) override {
+        if (fd_ < 0) return;
+        if (writing_) {
+            write_out();
+            return;
+        }
+        if (events & (EPOLLERR | EPOLLHUP) && !(events & EPOLLIN)) {
+            shut();
+            return;
+        }
+        read_in();
+    }
+
+    // Writes `bytes` (header and payload in one write, as the client reads its header with
+    // one read), then closes. An empty reply closes at once. `pass_fd` rides as SCM_RIGHTS.
+    void send(std::vector<uint8_t> bytes, int pass_fd = -1) {
+        if (fd_ < 0) return;
+        if (bytes.empty()) {
+            shut();
+            return;
+        }
+        out_ = std::move(bytes);
+        pass_fd_ = pass_fd;
+        writing_ = true;
+        write_out();
+    }
+
+  private:
+    void read_in() {
+        uint8_t buffer[2048];
+        const ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+        if (n <= 0) {
+            shut();
+            return;
+        }
+        in_.insert(in_.end(), buffer, buffer + n);
+        if (in_.size() < sizeof(RequestHeader)) return;
+        RequestHeader header;
+        std::memcpy(&header, in_.data(), sizeof header);
+        // nscd drops a request of another version without a word; so does a bad length.
+        if (header.version != kProtocolVersion || header.key_len < 0 ||
+            static_cast<size_t>(header.key_len) > kMaxKeyLen) {
+            shut();
+            return;
+        }
+        const size_t total = sizeof header + static_cast<size_t>(header.key_len);
+        if (in_.size() < total) return;
+        if (in_.size() > total) {  // one request per connection
+            shut();
+            return;
+        }
+        loop_.modify(registration_, 0);  // nothing more to read; the answer re-arms
+        std::vector<uint8_t> key(in_.begin() + sizeof header, in_.end());
+        server_.on_request(*this, header, std::move(key));
+    }
+
+    ssize_t send_some() {
+        if (pass_fd_ < 0) {
+            return ::send(fd_, out_.data() + offset_, out_.size() - offset_, MSG_NOSIGNAL);
+        }
+        // The map's reply: the key echoed, then the map's size, with the descriptor.
+        iovec iov{out_.data() + offset_, out_.size() - offset_};
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        cmsghdr* c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        std::memcpy(CMSG_DATA(c), &pass_fd_, sizeof(int));
+        const ssize_t n = sendmsg(fd_, &msg, MSG_NOSIGNAL);
+        if (n > 0) pass_fd_ = -1;
+        return n;
+    }
+
+    void write_out() {
+        while (offset_ < out_.size()) {
+            const ssize_t n = send_some();
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0 && errno == EAGAIN) {
+                loop_.modify(registration_, EPOLLOUT);
+                return;
+            }
+            if (n <= 0) break;
+            offset_ += static_cast<size_t>(n);
+        }
+        shut();
+    }
+
+    void shut() {
+        if (fd_ < 0) return;
+        loop_.cancel_timer(timer_);
+        loop_.remove(registration_);
+        close(fd_);
+        fd_ = -1;
+        server_.release(this);
+    }
+
+    NscdServer& server_;
+    EventLoop& loop_;
+    int fd_;
+    const uint64_t id_;
+    pid_t peer_pid_ = 0;
+    uid_t peer_uid_ = static_cast<uid_t>(-1);
+    EventLoop::Registration registration_ = EventLoop::kNoRegistration;
+    EventLoop::TimerHandle timer_ = EventLoop::kNoTimer;
+    std::vector<uint8_t> in_;
+    std::vector<uint8_t> out_;
+    size_t offset_ = 0;
+    int pass_fd_ = -1;
+    bool writing_ = false;
+};
+
+class NscdServer::Acceptor final : public EventHandler {
+  public:
+    explicit Acceptor(NscdServer& server) : server_(server) {}
+    void on_event(uint32_t) override { server_.accept_connections(); }
+
+  private:
+    NscdServer& server_;
+};
+
+NscdServer::NscdServer(upstream::ResolverShared& resolver, WorkerCounters& counters,
+                       uint32_t worker_index, NscdOptions options, server::SettingsPtr settings)
+    : counters_(counters),
+      options_(std::move(options)),
+      settings_(std::move(settings)),
+      lookup_(worker_index, loop_, resolver, counters, *this, settings_->routing, options_.lookup),
+      map_(options_.map),
+      others_(loop_, options_.proxy_threads),
+      connections_(kMaxConnections),
+      requests_(kMaxRequests) {}
+
+NscdServer::~NscdServer() {
+    stop();
+    connections_.clear();
+    graveyard_.clear();
+    if (listen_fd_ >= 0) {
+        close(listen_fd_);
+        unlink(options_.socket_path.c_str());
+    }
+}
+
+std::optional<std::string> NscdServer::open() {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (options_.socket_path.size() >= sizeof addr.sun_path) {
+        return "nscd socket path too long: " + options_.socket_path;
+    }
+    std::memcpy(addr.sun_path, options_.socket_path.c_str(), options_.socket_path.size() + 1);
+    // A socket someone answers on belongs to a running nscd (or nsncd, unscd): taking it
+    // over would leave two caches answering for hosts, one of them unseen.
+    const int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (probe >= 0) {
+        const bool live = connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+        close(probe);
+        if (live) {
+            return "nscd socket " + options_.socket_path +
+                   " is held by a running nscd (or nsncd, unscd): stop it first (systemctl stop "
+                   "nscd nsncd unscd), or set nscd-socket = \"\"";
+        }
+    }
+    unlink(options_.socket_path.c_str());
+    listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (listen_fd_ < 0) {
+        return std::string("cannot create the nscd socket: ") + std::strerror(errno);
+    }
+    // Every local user resolves names: born 0666 (from the umask, never chmod by path; open()
+    // runs before any other thread, so the process-wide umask changes nothing else).
+    const mode_t old_mask = umask(0111);
+    const bool bound = bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    const int bind_errno = errno;
+    umask(old_mask);
+    if (!bound) {
+        return "cannot bind nscd socket " + options_.socket_path + ": " + std::strerror(bind_errno);
+    }
+    if (auto error = map_.open(wall_s())) return error;
+    log_info("nscd socket %s (other databases: %s)", options_.socket_path.c_str(),
+             options_.proxy_other_databases ? "proxied through NSS" : "declined");
+    return std::nullopt;
+}
+
+void NscdServer::start() {
+    if (listen(listen_fd_, 4096) != 0) {
+        log_error("cannot listen on nscd socket %s: %s", options_.socket_path.c_str(),
+                  std::strerror(errno));
+        return;
+    }
+    acceptor_ = std::make_unique<Acceptor>(*this);
+    loop_.add(listen_fd_, EPOLLIN, acceptor_.get(), listener_);
+    if (options_.proxy_other_databases) others_.start();
+    thread_ = std::thread([this] {
+        loop_.refresh_now();
+        lookup_.apply(settings_->routing, settings_->resolver);
+        lookup_.open([this] { flush_map(); });
+        const bool watching =
+            netlink_.open(loop_, [this](uint32_t s) { map_.set_netlink_stamp(s); });
+        // Without netlink, 0: the clients dump their interfaces every time, as with no nscd.
+        map_.set_netlink_stamp(watching ? netlink_.stamp() : 0);
+        std::function<void()> heartbeat = [this, &heartbeat] {
+            map_.heartbeat(wall_s());
+            loop_.add_timer(loop_.now_ms() + kHeartbeatMs, heartbeat);
+        };
+        heartbeat();
+        loop_.run([this] { on_wake(); });
+    });
+}
+
+void NscdServer::stop() {
+    if (!thread_.joinable()) return;
+    loop_.request_stop();
+    thread_.join();
+    others_.stop();
+    map_.shutdown();
+}
+
+void NscdServer::on_wake() {
+    if (server::SettingsPtr next = mailbox_.take()) {
+        lookup_.apply(next->routing, next->resolver);
+        settings_ = std::move(next);
+    }
+    lookup_.drain();
+    others_.drain([this](uint64_t connection_id, std::vector<uint8_t> reply) {
+        if (auto* c = connections_.find(connection_id)) (*c)->send(std::move(reply));
+    });
+    if (flush_requested_.exchange(false)) flush_map();
+}
+
+void NscdServer::invalidate_map() {
+    flush_requested_.store(true);
+    loop_.wake();
+}
+
+void NscdServer::flush_map() {
+    ++flushes_;
+    map_.flush(wall_s());
+    count_rotations();
+}
+
+void NscdServer::count_rotations() {
+    for (; rotations_seen_ < map_.rotations(); ++rotations_seen_)
+        bump(counters_.nscd_map_rotations);
+}
+
+void NscdServer::accept_connections() {
+    for (int i = 0; i < 64; ++i) {
+        const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            if (errno != EAGAIN) {
+                log_warning_limited("nscd socket: cannot accept a connection: %s",
+                                    std::strerror(errno));
+            }
+            return;
+        }
+        uint64_t id;
+        std::unique_ptr<NscdConnection>* slot = connections_.add(id);
+        if (slot == nullptr) {  // kMaxConnections open: the client asks NSS itself
+            close(fd);
+            continue;
+        }
+        *slot = std::make_unique<NscdConnection>(*this, loop_, fd, id);
+        if (!(*slot)->start()) connections_.remove(id);
+    }
+}
+
+void NscdServer::release(NscdConnection* connection) {
+    std::unique_ptr<NscdConnection>* slot = connections_.find(connection->id());
+    if (slot == nullptr) return;
+    graveyard_.push_back(std::move(*slot));
+    connections_.remove(connection->id());
+    if (graveyard_.size() == 1) loop_.add_timer(0, [this] { graveyard_.clear(); });
+}
+
+void NscdServer::send_map(NscdConnection& connection) {
+    const MapFile* map = map_.current();
+    if (map == nullptr || map->reader_fd() < 0) {
+        connection.send({});  // no descriptor: the client uses the socket only
+        return;
+    }
+    static const char kName[] = "hosts";
+    std::vector<uint8_t> reply(kName, kName + sizeof kName);
+    const uint64_t size = map->map_size();
+    const auto* b = reinterpret_cast<const uint8_t*>(&size);
+    reply.insert(reply.end(), b, b + sizeof size);
+    connection.send(std::move(reply), map->reader_fd());
+}
+
+void NscdServer::on_request(NscdConnection& connection, const RequestHeader& header,
+                            std::vector<uint8_t> key) {
+    const auto type = static_cast<RequestType>(header.type);
+    // The daemon's own NSS calls (the proxy's threads, an NSS module resolving a server name)
+    // must never be answered by the daemon: glibc asks nscd first in every process, this one
+    // included. "Not served here" makes glibc ask NSS itself.
+    const bool self = connection.peer_pid() == getpid();
+    if (type == GETFDHST) {
+        std::string name;
+        if (self || !string_key(key, name) || name != "hosts") {
+            connection.send({});
+        } else {
+            send_map(connection);
+        }
+        return;
+    }
+    if (is_host_type(type)) {
+        if (self) {
+            connection.send(type == GETAI ? std::vector<uint8_t>{} : host_disabled_reply());
+            return;
+        }
+        bump(counters_.nscd_requests);
+        start_host_lookup(&connection, type, std::move(key), kRefreshes, false, {});
+        return;
+    }
+    if (is_other_type(type)) {
+        if (self || !options_.proxy_other_databases) {
+            connection.send(declined_reply(type));
+            return;
+        }
+        bump(counters_.nscd_other_requests);
+        if (!others_.submit(connection.id(), type, std::move(key))) connection.send({});
+        return;
+    }
+    if (type == INVALIDATE) {
+        std::string name;
+        if (connection.peer_uid() != 0 || !string_key(key, name)) {
+            connection.send({});
+            return;
+        }
+        if (name == "hosts") flush_map();
+        const int32_t done = 0;
+        const auto* b = reinterpret_cast<const uint8_t*>(&done);
+        connection.send(std::vector<uint8_t>(b, b + sizeof done));
+        return;
+    }
+    // SHUTDOWN, GETSTAT, GETFD of other databases (no map: the client then uses the socket
+    // for them), unknown types: closed without a reply, as nscd does.
+    connection.send({});
+}
+
+void NscdServer::start_host_lookup(NscdConnection* connection, RequestType type,
+                                   std::vector<uint8_t> key, uint32_t refreshes_left, bool refresh,
+                                   const std::string& refresh_name) {
+    hostdb::HostQuery q;
+    q.refresh = refresh;
+    switch (type) {
+        case GETHOSTBYNAME:
+        case GETHOSTBYNAMEv6:
+        case GETAI:
+            if (!string_key(key, q.name)) {
+                if (connection != nullptr) connection->send({});
+                return;
+            }
+            q.family = type == GETHOSTBYNAME ? kAfInet : type == GETHOSTBYNAMEv6 ? kAfInet6 : 0;
+            if (refresh) q.name = refresh_name;
+            break;
+        case GETHOSTBYADDR:
+        case GETHOSTBYADDRv6:
+            // The client sends exactly 4 or 16 bytes; anything else is no request of its.
+            if (key.size() != (type == GETHOSTBYADDR ? 4u : 16u)) {
+                if (connection != nullptr) connection->send({});
+                return;
+            }
+            q.by_addr = true;
+            q.family = type == GETHOSTBYADDR ? kAfInet : kAfInet6;
+            std::memcpy(q.address.data(), key.data(), key.size());
+            break;
+        default:
+            return;
+    }
+    RequestId id;
+    Request* r = requests_.add(id);
+    if (r == nullptr) {
+        if (connection != nullptr) connection->send({});
+        return;
+    }
+    r->connection_id = connection != nullptr ? connection->id() : 0;
+    r->type = type;
+    r->key = std::move(key);
+    r->flushes = flushes_;
+    r->refreshes_left = refreshes_left;
+    if (auto answer = lookup_.start(q, id)) answer_host(id, *answer);
+}
+
+void NscdServer::host_done(uint64_t cookie, const hostdb::HostAnswer& answer) {
+    if (requests_.find(cookie) != nullptr) answer_host(cookie, answer);
+}
+
+void NscdServer::answer_host(RequestId id, const hostdb::HostAnswer& answer) {
+    Request r = std::move(*requests_.find(id));
+    requests_.remove(id);
+    NscdConnection* connection = nullptr;
+    if (r.connection_id != 0) {
+        if (auto* c = connections_.find(r.connection_id)) connection = c->get();
+    }
+    std::vector<uint8_t> reply;
+    switch (answer.status) {
+        case hostdb::HostStatus::Found:
+        case hostdb::HostStatus::NotFound:
+            reply = r.type == GETAI ? ai_reply(answer) : host_reply(r.type, answer);
+            break;
+        case hostdb::HostStatus::NoData:
+            // getaddrinfo reads any negative GETAI reply as EAI_NONAME, where glibc's dns
+            // module says EAI_NODATA: no reply, and the client asks NSS itself.
+            if (r.type != GETAI) reply = host_reply(r.type, answer);
+            break;
+        case hostdb::HostStatus::TryAgain:
+            // Never an authoritative "not found" for a failure: no reply, the client falls
+            // back to its NSS modules (and leaves nscd alone for its next 100 lookups).
+            break;
+    }
+    if (!reply.empty() && answer.ttl > 0 && r.flushes == flushes_) {
+        // A refresh that found the name gone leaves the old record to expire on time.
+        const bool publish = r.connection_id != 0 || answer.found();
+        const bool published =
+            publish && map_.publish(r.type, r.key, reply, answer.ttl, loop_.now_ms(), wall_s());
+        count_rotations();
+        if (published) {
+            schedule_expiry(map_.expiry_of(r.type, r.key));
+            if (options_.prefetch && answer.found() && !answer.from_hosts_file) {
+                schedule_refresh(r, answer);
+            }
+        }
+    }
+    if (connection != nullptr) connection->send(std::move(reply));
+}
+
+void NscdServer::schedule_expiry(uint64_t due_ms) {
+    if (due_ms == 0) return;
+    if (expiry_timer_ != EventLoop::kNoTimer && expiry_due_ms_ <= due_ms) return;
+    loop_.cancel_timer(expiry_timer_);
+    expiry_due_ms_ = due_ms;
+    expiry_timer_ = loop_.add_timer(due_ms, [this] {
+        expiry_timer_ = EventLoop::kNoTimer;
+        loop_.refresh_now();
+        const uint64_t next = map_.expire(loop_.now_ms());
+        expiry_due_ms_ = 0;
+        schedule_expiry(next);
+    });
+}
+
+void NscdServer::schedule_refresh(const Request& r, const hostdb::HostAnswer& answer) {
+    if (r.refreshes_left == 0 || answer.ttl < kMinRefreshTtl) return;
+    const uint64_t expires = map_.expiry_of(r.type, r.key);
+    const uint64_t lead = std::max<uint64_t>(1000, uint64_t{answer.ttl} * 100);
+    const RequestType type = r.type;
+    std::vector<uint8_t> key = r.key;
+    const uint32_t left = r.refreshes_left - 1;
+    const uint64_t flushes = flushes_;
+    std::string name = answer.answered_name;
+    loop_.add_timer(expires - lead, [this, type, key, left, expires, flushes, name]() mutable {
+        // Only while that very record is still the one published.
+        if (flushes != flushes_ || map_.expiry_of(type, key) != expires) return;
+        if (type != GETHOSTBYADDR && type != GETHOSTBYADDRv6 && name.empty()) return;
+        start_host_lookup(nullptr, type, std::move(key), left, true, name);
+    });
+}
+
+}  // namespace nscache::nscd

@@ -1,0 +1,117 @@
+// The nscd socket: glibc's built-in nscd client asks here before any NSS module, for every
+// program on the machine. The hosts database is answered by this thread through hostdb (as
+// `hosts: files dns` would) and published in the shared map (map_writer.h), which the clients
+// read with no system call; every other database goes to OtherDatabases (proxied through NSS,
+// uncached) or is declined. One thread with its own event loop, Resolver and map; the map is
+// written only here.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "common/counters.h"
+#include "common/event_loop.h"
+#include "common/slot_table.h"
+#include "hostdb/host_lookup.h"
+#include "nscd/map_writer.h"
+#include "nscd/netlink_watch.h"
+#include "nscd/other_databases.h"
+#include "server/settings_mailbox.h"
+#include "upstream/resolver.h"
+
+namespace nscache::nscd {
+
+struct NscdOptions {
+    std::string socket_path;            // /var/run/nscd/socket when installed
+    bool proxy_other_databases = true;  // false: "decline", glibc asks NSS itself
+    unsigned proxy_threads = 4;
+    bool prefetch = true;
+    MapOptions map;
+    hostdb::HostLookupOptions lookup;
+};
+
+class NscdConnection;
+
+class NscdServer final : public hostdb::HostSink {
+  public:
+    NscdServer(upstream::ResolverShared& resolver, WorkerCounters& counters, uint32_t worker_index,
+               NscdOptions options, server::SettingsPtr settings);
+    ~NscdServer();
+
+    // As root, before the privilege drop: refuses a socket a live nscd (or nsncd, unscd)
+    // answers on, binds the socket (not listening yet: the daemon's own initgroups() must
+    // not wait on it), creates the map. An error message on failure.
+    std::optional<std::string> open();
+    upstream::CompletionQueue& completion_queue() { return lookup_.completion_queue(); }
+    // Listens and starts the thread.
+    void start();
+    // Tells clients the map is gone (they use NSS at once) and stops the thread.
+    void stop();
+    // Any thread: after a cache flush, nothing published before it may be served.
+    void invalidate_map();
+    // Any thread: the nscd thread switches to `settings` (its routing) at its next wake-up.
+    void post_settings(server::SettingsPtr settings) {
+        mailbox_.post(std::move(settings));
+        loop_.wake();
+    }
+
+    void host_done(uint64_t cookie, const hostdb::HostAnswer& answer) override;
+
+    // Used by connections.
+    void on_request(NscdConnection& connection, const RequestHeader& header,
+                    std::vector<uint8_t> key);
+    void release(NscdConnection* connection);
+
+  private:
+    struct Request {
+        uint64_t connection_id = 0;  // 0: a prefetch, nobody waits
+        RequestType type = GETHOSTBYNAME;
+        std::vector<uint8_t> key;
+        uint64_t flushes = 0;  // flushes_ when it started: a flush since voids its answer
+        uint32_t refreshes_left = 0;
+    };
+    using RequestId = SlotTable<Request>::Id;
+
+    class Acceptor;
+
+    void accept_connections();
+    void start_host_lookup(NscdConnection* connection, RequestType type, std::vector<uint8_t> key,
+                           uint32_t refreshes_left, bool refresh, const std::string& refresh_name);
+    void answer_host(RequestId id, const hostdb::HostAnswer& answer);
+    void send_map(NscdConnection& connection);
+    void schedule_expiry(uint64_t due_ms);
+    void schedule_refresh(const Request& r, const hostdb::HostAnswer& answer);
+    void flush_map();
+    void on_wake();
+    // Counts the map's rotations since the last call.
+    void count_rotations();
+
+    WorkerCounters& counters_;
+    NscdOptions options_;
+    EventLoop loop_;
+    server::SettingsPtr settings_;
+    server::SettingsMailbox mailbox_;
+    hostdb::HostLookup lookup_;
+    MapWriter map_;
+    NetlinkWatch netlink_;
+    OtherDatabases others_;
+    int listen_fd_ = -1;
+    EventLoop::Registration listener_ = EventLoop::kNoRegistration;
+    std::unique_ptr<Acceptor> acceptor_;
+    SlotTable<std::unique_ptr<NscdConnection>> connections_;
+    std::vector<std::unique_ptr<NscdConnection>> graveyard_;
+    SlotTable<Request> requests_;
+    EventLoop::TimerHandle expiry_timer_ = EventLoop::kNoTimer;
+    uint64_t expiry_due_ms_ = 0;
+    uint64_t flushes_ = 0;
+    uint64_t rotations_seen_ = 0;
+    std::atomic<bool> flush_requested_{false};
+    std::thread thread_;
+};
+
+}  // namespace nscache::nscd

@@ -1,0 +1,137 @@
+#include "hostdb/hosts_file.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+namespace nscache::hostdb {
+namespace {
+
+constexpr const char* kHosts =
+    "127.0.0.1 localhost\n"
+    "::1 localhost ip6-localhost\n"
+    "# a comment line\n"
+    "192.0.2.1  web.example.test web www  # trailing comment\n"
+    "192.0.2.2  Web.example.test other\n"
+    "2001:db8::1 web.example.test\n"
+    "::ffff:192.0.2.9 mapped\n"
+    "not-an-address bad\n";
+
+TEST(HostsTable, ByNameIsCaseInsensitiveAndMergesLinesWithMulti) {
+    const HostsTable t = HostsTable::parse(kHosts, true);
+    auto r = t.by_name("WEB.example.TEST", 2);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->canonical, "web.example.test");
+    ASSERT_EQ(r->ipv4.size(), 2u);
+    EXPECT_EQ(r->ipv4[1][3], 2);
+    // glibc's merge: the first line's aliases, the later line's aliases, then its name.
+    EXPECT_EQ(r->aliases, (std::vector<std::string>{"web", "www", "other", "Web.example.test"}));
+    EXPECT_TRUE(r->ipv6.empty());
+    EXPECT_TRUE(r->from_hosts_file);
+}
+
+TEST(HostsTable, DnsEntriesListEveryNameAndAddressLowerCasedWithATrailingDot) {
+    const std::string text = std::string(kHosts) + "192.0.2.3 " + std::string(64, 'x') + ".test\n";
+    const auto entries = HostsTable::parse(text, true).dns_entries();
+    auto has = [&](const char* name, uint16_t type, const char* address) {
+        return std::count(entries.begin(), entries.end(),
+                          upstream::HostsEntry{name, type, address}) == 1;
+    };
+    EXPECT_TRUE(has("localhost.", 1, "127.0.0.1"));
+    EXPECT_TRUE(has("ip6-localhost.", 28, "::1"));
+    EXPECT_TRUE(has("www.", 1, "192.0.2.1"));
+    EXPECT_TRUE(has("web.example.test.", 1, "192.0.2.2"));  // "Web.example.test" on its line
+    EXPECT_TRUE(has("web.example.test.", 28, "2001:db8::1"));
+    EXPECT_TRUE(has("mapped.", 28, "::ffff:192.0.2.9"));
+    // A 64-octet label is not a DNS name; a line with no address is not a line.
+    EXPECT_EQ(entries.size(), 10u);
+}
+
+TEST(HostsTable, WithoutMultiOnlyTheFirstLineCounts) {
+    const HostsTable t = HostsTable::parse(kHosts, false);
+    auto r = t.by_name("web.example.test", 2);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->ipv4.size(), 1u);
+}
+
+TEST(HostsTable, FamiliesAsGlibcReadsThem) {
+    const HostsTable t = HostsTable::parse(kHosts, true);
+    // AF_INET: ::1 is read as 127.0.0.1 and a v4-mapped line as its IPv4 address.
+    auto lo = t.by_name("localhost", 2);
+    ASSERT_TRUE(lo);
+    EXPECT_EQ(lo->ipv4.size(), 2u);
+    auto mapped = t.by_name("mapped", 2);
+    ASSERT_TRUE(mapped);
+    EXPECT_EQ(mapped->ipv4[0][3], 9);
+    // AF_INET6: IPv4 lines do not count.
+    auto v6 = t.by_name("web.example.test", 10);
+    ASSERT_TRUE(v6);
+    EXPECT_EQ(v6->ipv6.size(), 1u);
+    EXPECT_FALSE(t.by_name("other", 10));
+    // AF_UNSPEC: both families, no aliases.
+    auto both = t.by_name("web.example.test", 0);
+    ASSERT_TRUE(both);
+    EXPECT_EQ(both->ipv4.size(), 2u);
+    EXPECT_EQ(both->ipv6.size(), 1u);
+    EXPECT_TRUE(both->aliases.empty());
+    EXPECT_FALSE(t.by_name("bad", 0));
+    EXPECT_FALSE(t.by_name("missing", 0));
+}
+
+TEST(HostsTable, ByAddressTakesTheFirstLine) {
+    const HostsTable t = HostsTable::parse(kHosts, true);
+    const uint8_t a[4] = {192, 0, 2, 1};
+    auto r = t.by_addr(2, a);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->canonical, "web.example.test");
+    EXPECT_EQ(r->aliases, (std::vector<std::string>{"web", "www"}));
+    const uint8_t none[4] = {192, 0, 2, 77};
+    EXPECT_FALSE(t.by_addr(2, none));
+}
+
+}  // namespace
+}  // namespace nscache::hostdb
+
+namespace nscache::hostdb {
+namespace {
+
+// The watch on the folder sees an editor's rename over the file; the one on the file sees a
+// write in place. Either reloads the table on the loop's thread.
+TEST(HostsFile, ReloadsWhenTheFileIsReplacedOrWritten) {
+    char folder_template[] = "/tmp/nscache-hosts-XXXXXX";
+    ASSERT_NE(mkdtemp(folder_template), nullptr);
+    const std::string folder = folder_template;
+    const std::string path = folder + "/hosts";
+    auto write = [](const std::string& p, const std::string& text) {
+        FILE* f = std::fopen(p.c_str(), "w");
+        ASSERT_NE(f, nullptr);
+        std::fputs(text.c_str(), f);
+        std::fclose(f);
+    };
+    write(path, "192.0.2.1 one\n");
+    EventLoop loop;
+    HostsFile hosts(HostsFile::Paths{path, folder + "/host.conf"});
+    int changes = 0;
+    hosts.open(loop, [&changes] { ++changes; });
+    EXPECT_TRUE(hosts.table().by_name("one", 2));
+
+    write(folder + "/hosts.new", "192.0.2.2 two\n");
+    ASSERT_EQ(std::rename((folder + "/hosts.new").c_str(), path.c_str()), 0);
+    for (int i = 0; i < 50 && !hosts.table().by_name("two", 2); ++i) loop.run_once(20);
+    EXPECT_TRUE(hosts.table().by_name("two", 2));
+    EXPECT_FALSE(hosts.table().by_name("one", 2));
+
+    write(path, "192.0.2.3 three\n");  // in place: the same inode
+    for (int i = 0; i < 50 && !hosts.table().by_name("three", 2); ++i) loop.run_once(20);
+    EXPECT_TRUE(hosts.table().by_name("three", 2));
+    EXPECT_GE(changes, 3);  // the first read, and one reload (at least) per change
+
+    std::remove(path.c_str());
+    rmdir(folder.c_str());
+}
+
+}  // namespace
+}  // namespace nscache::hostdb

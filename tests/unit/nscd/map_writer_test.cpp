@@ -1,0 +1,156 @@
+#include "nscd/map_writer.h"
+
+#include <sys/mman.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+namespace nscache::nscd {
+namespace {
+
+// What glibc's client does with the descriptor GETFDHST hands out: map it read-only and walk
+// the bucket's chain (nscd_helper.c __nscd_cache_search), taking the first usable match.
+class Reader {
+  public:
+    explicit Reader(const MapFile& map) : size_(map.map_size()) {
+        base_ = mmap(nullptr, size_, PROT_READ, MAP_SHARED, map.reader_fd(), 0);
+    }
+    ~Reader() { munmap(base_, size_); }
+    const MapHead* head() const { return static_cast<const MapHead*>(base_); }
+
+    // The response of (type, key), or "" when the map has no usable record of it.
+    std::string find(RequestType type, const std::string& key) const {
+        const MapHead* h = head();
+        const auto* buckets = reinterpret_cast<const uint32_t*>(h + 1);
+        const uint8_t* data = static_cast<const uint8_t*>(base_) + sizeof(MapHead) +
+                              round_up(size_t(h->module) * 4, kAlign);
+        const auto* k = reinterpret_cast<const uint8_t*>(key.data());
+        uint32_t work = buckets[key_hash(k, key.size()) % uint32_t(h->module)];
+        while (work != kEndRef) {
+            EXPECT_EQ(work % 8, 0u);
+            const auto* he = reinterpret_cast<const HashEntry*>(data + work);
+            if (he->type == type && size_t(he->len) == key.size() &&
+                std::memcmp(data + he->key, key.data(), key.size()) == 0) {
+                EXPECT_EQ(he->packet % 8, 0u);
+                const auto* dh = reinterpret_cast<const DataHead*>(data + he->packet);
+                if (dh->usable) {
+                    return std::string(reinterpret_cast<const char*>(dh + 1), size_t(dh->recsize));
+                }
+            }
+            work = he->next;
+        }
+        return "";
+    }
+
+  private:
+    size_t size_;
+    void* base_;
+};
+
+std::span<const uint8_t> bytes(const std::string& s) {
+    return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+
+TEST(MapWriter, PublishedRecordsAreFoundInTheClientsLayout) {
+    MapWriter w;
+    ASSERT_FALSE(w.open(1000));
+    Reader r(*w.current());
+    EXPECT_EQ(r.head()->version, 2);
+    EXPECT_EQ(r.head()->header_size, 120);
+    EXPECT_EQ(r.head()->gc_cycle % 2, 0);
+    const std::string key("www.example.test", 17);  // with its NUL
+    EXPECT_EQ(r.find(GETAI, key), "");
+    ASSERT_TRUE(w.publish(GETAI, bytes(key), bytes("reply-1"), 60, 5000, 1000));
+    EXPECT_EQ(r.find(GETAI, key), "reply-1");
+    EXPECT_EQ(r.find(GETHOSTBYNAME, key), "");  // another request type, another record
+    // A replacement is found at once; the old record is never found again.
+    ASSERT_TRUE(w.publish(GETAI, bytes(key), bytes("reply-2"), 60, 6000, 1001));
+    EXPECT_EQ(r.find(GETAI, key), "reply-2");
+    EXPECT_EQ(w.entries(), 1u);
+}
+
+TEST(MapWriter, RecordsLeaveTheMapExactlyWhenTheirTtlRunsOut) {
+    MapWriter w;
+    ASSERT_FALSE(w.open(1000));
+    Reader r(*w.current());
+    ASSERT_TRUE(w.publish(GETAI, bytes("a"), bytes("A"), 5, 10'000, 1000));
+    ASSERT_TRUE(w.publish(GETAI, bytes("b"), bytes("B"), 2, 10'000, 1000));
+    EXPECT_EQ(w.expire(11'999), 12'000u);
+    EXPECT_EQ(r.find(GETAI, "b"), "B");
+    EXPECT_EQ(w.expire(12'000), 15'000u);
+    EXPECT_EQ(r.find(GETAI, "b"), "");
+    EXPECT_EQ(r.find(GETAI, "a"), "A");
+    EXPECT_EQ(w.expire(15'000), 0u);
+    EXPECT_EQ(r.find(GETAI, "a"), "");
+}
+
+TEST(MapWriter, AFullMapRotatesToANewOneAndTellsClientsTheOldIsStale) {
+    MapWriter w(MapOptions{.module = 7, .data_size = 4096});
+    ASSERT_FALSE(w.open(1000));
+    const MapFile* first = w.current();
+    Reader old_reader(*first);
+    ASSERT_TRUE(w.publish(GETAI, bytes("keep"), bytes("K"), 600, 0, 1000));
+    for (int i = 0; i < 200 && w.rotations() == 0; ++i) {
+        ASSERT_TRUE(w.publish(GETAI, bytes("churn"), bytes(std::string(100, 'x')), 600, 0, 1000));
+    }
+    ASSERT_EQ(w.rotations(), 1u);
+    EXPECT_EQ(old_reader.head()->timestamp, 0u);     // clients ask for the new map
+    EXPECT_EQ(old_reader.find(GETAI, "keep"), "K");  // and the old one stays intact meanwhile
+    Reader r(*w.current());
+    EXPECT_NE(r.head()->timestamp, 0u);
+    EXPECT_EQ(r.find(GETAI, "keep"), "K");
+    EXPECT_EQ(r.find(GETAI, "churn"), std::string(100, 'x'));
+}
+
+TEST(MapWriter, CertainlyRunningOnlyWhileTheWriterHasTheMap) {
+    MapWriter w(MapOptions{.module = 7, .data_size = 4096});
+    ASSERT_FALSE(w.open(1000));
+    Reader first(*w.current());
+    // The guard holds the flag: clients skip their clock check, and the timestamp alone would
+    // call the map stale (as it will the moment the process dies and the kernel clears the
+    // flag).
+    EXPECT_EQ(first.head()->nscd_certainly_running, 1);
+    EXPECT_LT(first.head()->timestamp + kMappingTimeout, 1000u);
+    w.flush(1001);  // a rotation
+    Reader second(*w.current());
+    EXPECT_EQ(first.head()->nscd_certainly_running, 0);
+    EXPECT_EQ(first.head()->timestamp, 0u);
+    EXPECT_EQ(second.head()->nscd_certainly_running, 1);
+    w.shutdown();
+    EXPECT_EQ(second.head()->nscd_certainly_running, 0);
+    EXPECT_EQ(second.head()->timestamp, 0u);
+}
+
+TEST(MapWriter, WithoutTheGuardTheHeartbeatKeepsTheMapFresh) {
+    MapWriter w(MapOptions{.module = 7, .data_size = 4096, .certainly_running = false});
+    ASSERT_FALSE(w.open(1000));
+    Reader r(*w.current());
+    EXPECT_EQ(r.head()->nscd_certainly_running, 0);
+    w.heartbeat(2000);
+    // Fresh for a few seconds after the last beat, then stale.
+    EXPECT_GE(r.head()->timestamp + kMappingTimeout, 2000u);
+    EXPECT_LT(r.head()->timestamp + kMappingTimeout, 2010u);
+}
+
+TEST(MapWriter, ReadersCannotWriteTheMap) {
+    MapWriter w;
+    ASSERT_FALSE(w.open(1000));
+    void* p = mmap(nullptr, w.current()->map_size(), PROT_READ | PROT_WRITE, MAP_SHARED,
+                   w.current()->reader_fd(), 0);
+    EXPECT_EQ(p, MAP_FAILED);
+}
+
+TEST(MapWriter, ShutdownMakesClientsDropTheMap) {
+    MapWriter w;
+    ASSERT_FALSE(w.open(1000));
+    w.set_netlink_stamp(77);
+    Reader r(*w.current());
+    EXPECT_EQ(r.head()->extra_data[0], 77u);
+    w.shutdown();
+    EXPECT_EQ(r.head()->timestamp, 0u);
+}
+
+}  // namespace
+}  // namespace nscache::nscd
