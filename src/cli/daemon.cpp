@@ -52,6 +52,7 @@ upstream::ResolverOptions resolver_options(const Config& c, uint32_t max_outstan
     o.edns_buffer_size = c.edns_buffer_size;
     o.ttl = cache::TtlPolicy{c.min_ttl, c.max_ttl, c.negative_max_ttl, c.servfail_ttl};
     o.failures = upstream::FailurePolicy{c.failure_ttl_ms, c.failure_ttl_max_ms};
+    o.shared_cache = c.shared_cache;
     return o;
 }
 
@@ -244,6 +245,14 @@ int run_daemon(const Config& config) {
     if (nss) nss->start();
     log_info("%u workers, cache %zu bytes, %zu upstreams", workers, config.cache_size,
              upstreams.size());
+    if (config.shared_cache.enabled()) {
+        const auto& sc = config.shared_cache;
+        log_info(
+            "shared cache: %s %s, timeout %ums, key prefix '%s'%s",
+            sc.redis ? "Redis" : "Redis Cluster",
+            sc.redis ? sc.redis->to_string().c_str() : sc.redis_cluster.front().to_string().c_str(),
+            sc.timeout_ms, sc.key_prefix.c_str(), sc.write ? "" : ", read-only");
+    }
     log_info("ready");
     // Sockets bound, cache file loaded, workers running: now systemd may start what waits for
     // name service (nss-lookup.target).

@@ -13,6 +13,12 @@ inline uint64_t monotonic_ms() {
     return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
 }
 
+inline uint64_t monotonic_us() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+}
+
 inline uint64_t wall_ms() {
     timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <iterator>
 
 namespace nscache {
 
@@ -37,12 +38,33 @@ namespace nscache {
     X(overload_servfail, "queries answered SERVFAIL at once: max-upstream-queries in flight") \
     X(tcp_connections, "TCP connections accepted")                                            \
     X(tcp_rejected, "TCP connections refused over max-tcp-connections")                       \
-    X(nss_requests, "lookups from the NSS module that missed its shared map")
+    X(nss_requests, "lookups from the NSS module that missed its shared map")                 \
+    X(shared_lookups, "cache misses looked up in the shared tier (Redis)")                    \
+    X(shared_hits, "misses answered from the shared tier, with no upstream query")            \
+    X(shared_misses, "shared-tier lookups that found nothing usable (absent or expired)")     \
+    X(shared_timeouts, "shared-tier requests that got no reply within shared-cache.timeout")  \
+    X(shared_errors, "shared-tier requests that failed: connection lost, error reply")        \
+    X(shared_invalid, "shared-tier values dropped: malformed, oversized, other question")     \
+    X(shared_skipped, "misses that went upstream without asking: tier down or full")          \
+    X(shared_redirects, "Redis Cluster MOVED and ASK redirections followed")                  \
+    X(shared_writes, "answers written to the shared tier")                                    \
+    X(shared_writes_dropped, "answers not written: tier down or full")                        \
+    X(shared_latency_us, "microseconds spent waiting on shared-tier lookups that got a reply")
+
+// Upper bounds (microseconds) of the shared tier's lookup latency histogram; the last bucket
+// takes everything above.
+inline constexpr uint64_t kSharedLatencyBoundsUs[] = {100, 250, 500, 1000, 2500, 5000, 10000};
+inline constexpr size_t kSharedLatencyBuckets = std::size(kSharedLatencyBoundsUs) + 1;
+
+// The shared tier as one thread sees it (a gauge, not a counter).
+enum class SharedTierState : uint8_t { Off = 0, Up = 1, Degraded = 2, Down = 3 };
 
 struct alignas(64) WorkerCounters {
 #define NSCACHE_DECLARE_COUNTER(name, help) std::atomic<uint64_t> name{0};
     NSCACHE_WORKER_COUNTERS(NSCACHE_DECLARE_COUNTER)
 #undef NSCACHE_DECLARE_COUNTER
+    std::atomic<uint64_t> shared_latency_buckets[kSharedLatencyBuckets] = {};
+    std::atomic<SharedTierState> shared_state{SharedTierState::Off};
 };
 
 // Single-writer increment: a plain load and store, no locked instruction.

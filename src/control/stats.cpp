@@ -26,6 +26,26 @@ constexpr CacheField kCacheFields[] = {
     {"cache_inserts", "answers stored", &cache::CacheCounters::inserts},
 };
 
+const char* state_name(SharedTierState state) {
+    switch (state) {
+        case SharedTierState::Up:
+            return "up";
+        case SharedTierState::Degraded:
+            return "degraded";
+        case SharedTierState::Down:
+            return "down";
+        case SharedTierState::Off:
+            break;
+    }
+    return "off";
+}
+
+SharedTierState combine(SharedTierState a, SharedTierState b) {
+    if (a == SharedTierState::Off) return b;
+    if (b == SharedTierState::Off || a == b) return a;
+    return SharedTierState::Degraded;
+}
+
 std::string json_escape(const std::string& s) {
     std::string out;
     for (char c : s) {
@@ -43,6 +63,11 @@ StatsSnapshot collect_stats(const StatsSources& sources, uint64_t now_ms) {
 #define NSCACHE_SUM_FIELD(name, help) s.name += w.name.load(std::memory_order_relaxed);
         NSCACHE_WORKER_COUNTERS(NSCACHE_SUM_FIELD)
 #undef NSCACHE_SUM_FIELD
+        for (size_t i = 0; i < kSharedLatencyBuckets; ++i) {
+            s.shared_latency_buckets[i] +=
+                w.shared_latency_buckets[i].load(std::memory_order_relaxed);
+        }
+        s.shared_state = combine(s.shared_state, w.shared_state.load(std::memory_order_relaxed));
     }
     if (sources.cache != nullptr) s.cache = sources.cache->counters();
     const uint64_t lookups = s.cache_hits + s.cache_misses;
@@ -70,6 +95,7 @@ std::string format_text(const StatsSnapshot& s) {
 #define NSCACHE_TEXT_FIELD(name, help) line(#name, std::to_string(s.name));
     NSCACHE_WORKER_COUNTERS(NSCACHE_TEXT_FIELD)
 #undef NSCACHE_TEXT_FIELD
+    line("shared_cache_state", state_name(s.shared_state));
     line("hit_ratio", number(s.hit_ratio));
     for (const auto& f : kCacheFields) line(f.name, std::to_string(s.cache.*f.field));
     line("uptime_seconds", std::to_string(s.uptime_s));
@@ -90,6 +116,7 @@ std::string format_json(const StatsSnapshot& s) {
 #define NSCACHE_JSON_FIELD(name, help) field(#name, std::to_string(s.name));
     NSCACHE_WORKER_COUNTERS(NSCACHE_JSON_FIELD)
 #undef NSCACHE_JSON_FIELD
+    field("shared_cache_state", std::string("\"") + state_name(s.shared_state) + "\"");
     field("hit_ratio", number(s.hit_ratio));
     for (const auto& f : kCacheFields) field(f.name, std::to_string(s.cache.*f.field));
     field("uptime_seconds", std::to_string(s.uptime_s));
@@ -126,6 +153,25 @@ std::string format_prometheus(const StatsSnapshot& s) {
                std::to_string(s.cache.*f.field));
     }
     metric("uptime_seconds", "seconds since start", "gauge", std::to_string(s.uptime_s));
+    metric("shared_cache_state", "shared tier: 0 off, 1 up, 2 degraded (some nodes down), 3 down",
+           "gauge", std::to_string(static_cast<int>(s.shared_state)));
+    out += "# HELP nscache_shared_lookup_seconds shared-tier lookups that got a reply, by wait\n";
+    out += "# TYPE nscache_shared_lookup_seconds histogram\n";
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < kSharedLatencyBuckets; ++i) {
+        cumulative += s.shared_latency_buckets[i];
+        char le[32] = "+Inf";
+        if (i < std::size(kSharedLatencyBoundsUs)) {
+            std::snprintf(le, sizeof le, "%g",
+                          static_cast<double>(kSharedLatencyBoundsUs[i]) / 1e6);
+        }
+        out += std::string("nscache_shared_lookup_seconds_bucket{le=\"") + le + "\"} " +
+               std::to_string(cumulative) + "\n";
+    }
+    char sum[32];
+    std::snprintf(sum, sizeof sum, "%.6f", static_cast<double>(s.shared_latency_us) / 1e6);
+    out += std::string("nscache_shared_lookup_seconds_sum ") + sum + "\n";
+    out += "nscache_shared_lookup_seconds_count " + std::to_string(cumulative) + "\n";
     out += "# HELP nscache_upstream_srtt_seconds smoothed round-trip time per upstream\n";
     out += "# TYPE nscache_upstream_srtt_seconds gauge\n";
     for (const auto& u : s.upstreams) {

@@ -26,6 +26,10 @@ struct StatsSnapshot {
 #define NSCACHE_SNAPSHOT_FIELD(name, help) uint64_t name = 0;
     NSCACHE_WORKER_COUNTERS(NSCACHE_SNAPSHOT_FIELD)
 #undef NSCACHE_SNAPSHOT_FIELD
+    uint64_t shared_latency_buckets[kSharedLatencyBuckets] = {};
+    // The shared tier over all threads: up when every thread sees all its nodes up, down when
+    // every thread sees all down, degraded in between; off without [shared-cache].
+    SharedTierState shared_state = SharedTierState::Off;
     cache::CacheCounters cache;
     double hit_ratio = 0;
     uint64_t uptime_s = 0;
