@@ -200,7 +200,7 @@ int run_daemon(const Config& config) {
     control::ControlServer control_server(
         control_options, cache,
         control::StatsSources{std::span<const WorkerCounters>(counters.get(), workers + 1), &cache,
-                              &upstreams, started_ms});
+                              &upstreams, started_ms, &resolver_shared.tier_health});
     if (auto error = control_server.open(user ? user->uid : geteuid())) {
         log_error("%s", error->c_str());
         sockets.close_all();

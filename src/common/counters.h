@@ -56,7 +56,7 @@ namespace nscache {
 inline constexpr uint64_t kSharedLatencyBoundsUs[] = {100, 250, 500, 1000, 2500, 5000, 10000};
 inline constexpr size_t kSharedLatencyBuckets = std::size(kSharedLatencyBoundsUs) + 1;
 
-// The shared tier as one thread sees it (a gauge, not a counter).
+// The shared tier's state, for stats (sharedcache::TierHealth).
 enum class SharedTierState : uint8_t { Off = 0, Up = 1, Degraded = 2, Down = 3 };
 
 struct alignas(64) WorkerCounters {
@@ -64,7 +64,6 @@ struct alignas(64) WorkerCounters {
     NSCACHE_WORKER_COUNTERS(NSCACHE_DECLARE_COUNTER)
 #undef NSCACHE_DECLARE_COUNTER
     std::atomic<uint64_t> shared_latency_buckets[kSharedLatencyBuckets] = {};
-    std::atomic<SharedTierState> shared_state{SharedTierState::Off};
 };
 
 // Single-writer increment: a plain load and store, no locked instruction.

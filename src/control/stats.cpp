@@ -40,12 +40,6 @@ const char* state_name(SharedTierState state) {
     return "off";
 }
 
-SharedTierState combine(SharedTierState a, SharedTierState b) {
-    if (a == SharedTierState::Off) return b;
-    if (b == SharedTierState::Off || a == b) return a;
-    return SharedTierState::Degraded;
-}
-
 std::string json_escape(const std::string& s) {
     std::string out;
     for (char c : s) {
@@ -67,9 +61,9 @@ StatsSnapshot collect_stats(const StatsSources& sources, uint64_t now_ms) {
             s.shared_latency_buckets[i] +=
                 w.shared_latency_buckets[i].load(std::memory_order_relaxed);
         }
-        s.shared_state = combine(s.shared_state, w.shared_state.load(std::memory_order_relaxed));
     }
     if (sources.cache != nullptr) s.cache = sources.cache->counters();
+    if (sources.shared_tier != nullptr) s.shared_state = sources.shared_tier->state();
     const uint64_t lookups = s.cache_hits + s.cache_misses;
     s.hit_ratio =
         lookups == 0 ? 0.0 : static_cast<double>(s.cache_hits) / static_cast<double>(lookups);

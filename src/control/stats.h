@@ -10,6 +10,7 @@
 
 #include "cache/cache.h"
 #include "common/counters.h"
+#include "sharedcache/tier_health.h"
 #include "upstream/upstream_set.h"
 
 namespace nscache::control {
@@ -27,8 +28,8 @@ struct StatsSnapshot {
     NSCACHE_WORKER_COUNTERS(NSCACHE_SNAPSHOT_FIELD)
 #undef NSCACHE_SNAPSHOT_FIELD
     uint64_t shared_latency_buckets[kSharedLatencyBuckets] = {};
-    // The shared tier over all threads: up when every thread sees all its nodes up, down when
-    // every thread sees all down, degraded in between; off without [shared-cache].
+    // Up when no Redis node is marked down, down when all are, degraded in between; off
+    // without [shared-cache].
     SharedTierState shared_state = SharedTierState::Off;
     cache::CacheCounters cache;
     double hit_ratio = 0;
@@ -42,6 +43,7 @@ struct StatsSources {
     const cache::Cache* cache = nullptr;
     const upstream::UpstreamSet* upstreams = nullptr;
     uint64_t started_ms = 0;
+    const sharedcache::TierHealth* shared_tier = nullptr;
 };
 
 StatsSnapshot collect_stats(const StatsSources& sources, uint64_t now_ms);

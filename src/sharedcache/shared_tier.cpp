@@ -1,6 +1,5 @@
 #include "sharedcache/shared_tier.h"
 
-#include <algorithm>
 #include <cstring>
 #include <string_view>
 
@@ -12,9 +11,6 @@
 namespace nscache::sharedcache {
 namespace {
 
-// Nodes a cluster client keeps at most: MOVED, ASK and CLUSTER SLOTS name nodes, and what a
-// server says must not grow our tables without bound.
-constexpr size_t kMaxNodes = 256;
 // Redirections followed per request (one MOVED, then one ASK during a migration).
 constexpr uint8_t kMaxRedirects = 2;
 constexpr uint64_t kSlotsRefreshIntervalMs = 1000;
@@ -26,24 +22,22 @@ std::string_view text_of(const redisReply& reply) {
 }  // namespace
 
 SharedTier::SharedTier(EventLoop& loop, const SharedCacheConfig& config,
-                       const cache::TtlPolicy& ttl, WorkerCounters& counters, LookupSink& sink)
+                       const cache::TtlPolicy& ttl, TierHealth& health, WorkerCounters& counters,
+                       LookupSink& sink)
     : loop_(loop),
       config_(config),
       ttl_(ttl),
+      health_(health),
       counters_(counters),
       sink_(sink),
       cluster_(!config.redis_cluster.empty()),
       max_value_index_(std::to_string(kMaxValueBytes)) {
-    if (config.redis) {
-        nodes_.push_back(std::make_unique<Node>());
-        nodes_.back()->endpoint = *config.redis;
-    }
-    for (const SocketAddress& seed : config.redis_cluster) node_index(seed);
+    if (config.redis) node_index(*config.redis);
+    for (const SocketAddress& seed : config.redis_cluster) node_index(RedisEndpoint{seed, {}});
     if (cluster_) slots_.assign(kClusterSlots, -1);
-    publish_state();
     // Nothing is connected here (this may run before the loop's thread starts): the first
     // lookup connects, and the first MOVED loads the slot map.
-    probe_timer_ = loop_.add_timer(loop_.now_ms() + kProbeIntervalMs, [this] {
+    probe_timer_ = loop_.add_timer(loop_.now_ms() + NodeHealth::kProbeIntervalMs, [this] {
         probe_timer_ = EventLoop::kNoTimer;
         probe_down_nodes();
     });
@@ -53,7 +47,6 @@ SharedTier::~SharedTier() {
     loop_.cancel_timer(deadline_timer_);
     loop_.cancel_timer(probe_timer_);
     nodes_.clear();  // frees the connections; they call nothing back while they go
-    counters_.shared_state.store(SharedTierState::Off, std::memory_order_relaxed);
 }
 
 int SharedTier::route(const std::string& key) const {
@@ -62,20 +55,22 @@ int SharedTier::route(const std::string& key) const {
     if (known >= 0) return known;
     // Slot not known yet: any node that is up answers MOVED with the right one.
     for (size_t i = 0; i < nodes_.size(); ++i) {
-        if (!nodes_[i]->down) return static_cast<int>(i);
+        if (!nodes_[i]->down()) return static_cast<int>(i);
     }
     return -1;
 }
 
-int SharedTier::node_index(const SocketAddress& address) {
+int SharedTier::node_index(const RedisEndpoint& endpoint) {
+    const std::string name = endpoint.to_string();
     for (size_t i = 0; i < nodes_.size(); ++i) {
-        if (nodes_[i]->endpoint.unix_path.empty() && nodes_[i]->endpoint.address == address) {
-            return static_cast<int>(i);
-        }
+        if (nodes_[i]->health->name == name) return static_cast<int>(i);
     }
-    if (nodes_.size() >= kMaxNodes) return -1;
+    // MOVED, ASK and CLUSTER SLOTS name nodes: what a server says grows no table unbounded.
+    NodeHealth* health = health_.node(name);
+    if (health == nullptr) return -1;
     nodes_.push_back(std::make_unique<Node>());
-    nodes_.back()->endpoint.address = address;
+    nodes_.back()->endpoint = endpoint;
+    nodes_.back()->health = health;
     return static_cast<int>(nodes_.size() - 1);
 }
 
@@ -86,8 +81,9 @@ bool SharedTier::ready(int index) {
     if (connection.usable()) return connection.pending() < config_.max_inflight;
     if (!connection.idle()) return false;  // hiredis is still tearing the last one down
     if (!connection.open(node.endpoint)) {
-        if (!node.down) bump(counters_.shared_errors);  // a failed probe is no news
-        node_failed(index);  // the connection is idle: nothing is called back from here
+        if (!node.down()) bump(counters_.shared_errors);  // a failed probe is no news
+        // The connection is idle: closing it calls nothing back, even from inside lookup().
+        node_failed(index, node.health->epoch.load(std::memory_order_relaxed));
         return false;
     }
     if (!config_.password.empty()) {
@@ -105,9 +101,11 @@ bool SharedTier::ready(int index) {
 
 bool SharedTier::send(RequestId id, Request& r, int node, bool asking) {
     if (!ready(node)) return false;
-    RedisConnection& connection = *nodes_[static_cast<size_t>(node)]->connection;
+    Node& n = *nodes_[static_cast<size_t>(node)];
+    RedisConnection& connection = *n.connection;
     if (asking) {
-        // RFC-less but specified: ASKING makes the importing node take the next command.
+        // The importing node takes the next command for a slot it does not own yet only
+        // after ASKING (the Redis Cluster specification's migration protocol).
         RequestId asking_id;
         Request* a = requests_.add(asking_id);
         a->kind = Kind::Asking;
@@ -118,22 +116,18 @@ bool SharedTier::send(RequestId id, Request& r, int node, bool asking) {
         }
     }
     bool sent = false;
-    switch (r.kind) {
-        case Kind::Get:
-            // GETRANGE, not GET: at most kMaxValueBytes + 1 bytes come back, whatever is stored.
-            sent = connection.command({"GETRANGE", r.key, "0", max_value_index_}, id);
-            break;
-        case Kind::Set: {
-            const std::string px = std::to_string(r.ttl_ms);
-            const std::string_view value(reinterpret_cast<const char*>(r.value.data()),
-                                         r.value.size());
-            sent = connection.command({"SET", r.key, value, "PX", px}, id);
-            break;
-        }
-        default:
-            break;
+    if (r.kind == Kind::Get) {
+        // GETRANGE, not GET: at most kMaxValueBytes + 1 bytes come back, whatever is stored.
+        sent = connection.command({"GETRANGE", r.key, "0", max_value_index_}, id);
+    } else if (r.kind == Kind::Set) {
+        const std::string px = std::to_string(r.ttl_ms);
+        const std::string_view value(reinterpret_cast<const char*>(r.value.data()), r.value.size());
+        sent = connection.command({"SET", r.key, value, "PX", px}, id);
     }
-    if (sent) r.node = node;
+    if (sent) {
+        r.node = node;
+        r.epoch = n.health->epoch.load(std::memory_order_relaxed);
+    }
     return sent;
 }
 
@@ -156,28 +150,21 @@ void SharedTier::on_deadlines() {
         const Kind kind = r->kind;
         const int node = r->node;
         const uint64_t token = r->token;
+        const uint64_t epoch = r->epoch;
         // Gone before anything below can close the connection and call back for it.
         requests_.remove(id);
         bump(counters_.shared_timeouts);
-        switch (kind) {
-            case Kind::Get:
-                node_failed(node);
-                sink_.shared_lookup_done(token, nullptr);
-                break;
-            case Kind::Set:
-                node_failed(node);
-                break;
-            case Kind::Ping: {
-                Node& n = *nodes_[static_cast<size_t>(node)];
-                n.probing = false;
-                if (n.connection) n.connection->close();  // stuck: the next probe starts afresh
-                break;
-            }
-            case Kind::Slots:
-                slots_pending_ = false;
-                break;
-            default:
-                break;
+        if (kind == Kind::Get) {
+            node_failed(node, epoch);
+            sink_.shared_lookup_done(token, nullptr);
+        } else if (kind == Kind::Set) {
+            node_failed(node, epoch);
+        } else if (kind == Kind::Ping) {
+            Node& n = *nodes_[static_cast<size_t>(node)];
+            n.probing = false;
+            if (n.connection) n.connection->close();  // stuck: the next probe starts afresh
+        } else if (kind == Kind::Slots) {
+            slots_pending_ = false;
         }
     }
     if (!deadlines_.empty() && deadline_timer_ == EventLoop::kNoTimer) {
@@ -195,7 +182,7 @@ bool SharedTier::lookup(const cache::CacheKey& key, uint64_t token, bool refresh
     }
     std::string redis_key = shared_key(config_.key_prefix, key);
     const int node = route(redis_key);
-    if (node < 0 || nodes_[static_cast<size_t>(node)]->down) {
+    if (node < 0 || nodes_[static_cast<size_t>(node)]->down()) {
         bump(counters_.shared_skipped);
         return false;
     }
@@ -229,7 +216,7 @@ void SharedTier::store(const cache::CacheKey& key, const cache::PreparedAnswer& 
     }
     std::string redis_key = shared_key(config_.key_prefix, key);
     const int node = route(redis_key);
-    if (node < 0 || nodes_[static_cast<size_t>(node)]->down) {
+    if (node < 0 || nodes_[static_cast<size_t>(node)]->down()) {
         bump(counters_.shared_writes_dropped);
         return;
     }
@@ -240,7 +227,7 @@ void SharedTier::store(const cache::CacheKey& key, const cache::PreparedAnswer& 
     r->kind = Kind::Set;
     r->key = std::move(redis_key);
     r->value = std::move(value);
-    r->ttl_ms = answer.ttl * 1000;
+    r->ttl_ms = uint64_t{answer.ttl} * 1000;
     r->sent_us = monotonic_us();
     if (!send(id, *r, node, false)) {
         requests_.remove(id);
@@ -267,7 +254,7 @@ void SharedTier::on_reply(RedisConnection&, uint64_t token, const redisReply* re
             if (reply != nullptr && reply->type == REDIS_REPLY_ERROR) {
                 const std::string_view why = text_of(*reply);
                 log_warning_limited("shared-cache: Redis %s refused AUTH: %.*s",
-                                    nodes_[static_cast<size_t>(node)]->endpoint.to_string().c_str(),
+                                    nodes_[static_cast<size_t>(node)]->health->name.c_str(),
                                     static_cast<int>(why.size()), why.data());
             }
             return;
@@ -280,12 +267,8 @@ void SharedTier::on_reply(RedisConnection&, uint64_t token, const redisReply* re
             n.probing = false;
             if (reply != nullptr && reply->type == REDIS_REPLY_STATUS &&
                 text_of(*reply) == "PONG") {
-                if (n.down) {
-                    n.down = false;
-                    n.failures = 0;
-                    log_info("shared-cache: Redis %s answers again",
-                             n.endpoint.to_string().c_str());
-                    publish_state();
+                if (n.health->answered()) {
+                    log_info("shared-cache: Redis %s answers again", n.health->name.c_str());
                     if (cluster_) refresh_slots();
                 }
             } else if (n.connection) {
@@ -303,9 +286,10 @@ void SharedTier::on_reply(RedisConnection&, uint64_t token, const redisReply* re
 
 void SharedTier::on_get_reply(RequestId id, Request& r, const redisReply* reply) {
     const int node = r.node;
+    const uint64_t epoch = r.epoch;
     if (reply == nullptr) {  // the connection went down with the request on it
         bump(counters_.shared_errors);
-        node_failed(node);
+        node_failed(node, epoch);
         finish_get(id, nullptr);
         return;
     }
@@ -331,32 +315,23 @@ void SharedTier::on_get_reply(RequestId id, Request& r, const redisReply* reply)
     }
     bump(counters_.shared_latency_buckets[bucket]);
 
-    switch (reply->type) {
-        case REDIS_REPLY_ERROR:
-            if (text_of(*reply).starts_with("WRONGTYPE")) {
-                bump(counters_.shared_invalid);  // something else lives at our key
-            } else {
-                bump(counters_.shared_errors);
-                node_failed(node);
-            }
-            finish_get(id, nullptr);
-            return;
-        case REDIS_REPLY_STRING:
-            break;
-        case REDIS_REPLY_NIL:
-            node_ok(node);
-            bump(counters_.shared_misses);
-            finish_get(id, nullptr);
-            return;
-        default:
-            node_ok(node);
-            bump(counters_.shared_invalid);
-            finish_get(id, nullptr);
-            return;
+    if (reply->type == REDIS_REPLY_ERROR) {
+        if (text_of(*reply).starts_with("WRONGTYPE")) {
+            node_ok(node, epoch);
+            bump(counters_.shared_invalid);  // something else lives at our key
+        } else {  // NOAUTH, LOADING, CLUSTERDOWN...: the node cannot serve us
+            bump(counters_.shared_errors);
+            node_failed(node, epoch);
+        }
+        finish_get(id, nullptr);
+        return;
     }
-    node_ok(node);
-    if (reply->len == 0) {  // GETRANGE of a missing key
-        bump(counters_.shared_misses);
+    node_ok(node, epoch);
+    if (reply->type != REDIS_REPLY_STRING || reply->len == 0) {
+        // An empty string is GETRANGE's answer for a missing key.
+        bump(reply->type == REDIS_REPLY_STRING || reply->type == REDIS_REPLY_NIL
+                 ? counters_.shared_misses
+                 : counters_.shared_invalid);
         finish_get(id, nullptr);
         return;
     }
@@ -373,9 +348,11 @@ void SharedTier::on_get_reply(RequestId id, Request& r, const redisReply* reply)
         case ValueVerdict::Expired:
             bump(counters_.shared_misses);
             break;
-        default:
+        case ValueVerdict::Malformed:
+        case ValueVerdict::Oversized:
+        case ValueVerdict::Mismatch:
             bump(counters_.shared_invalid);
-            log_warning_limited("shared-cache: dropped a %s value for %s",
+            log_warning_limited("shared-cache: dropped a %s value at %s",
                                 decoded.verdict == ValueVerdict::Oversized  ? "oversized"
                                 : decoded.verdict == ValueVerdict::Mismatch ? "mismatched"
                                                                             : "malformed",
@@ -387,10 +364,11 @@ void SharedTier::on_get_reply(RequestId id, Request& r, const redisReply* reply)
 
 void SharedTier::on_set_reply(RequestId id, Request& r, const redisReply* reply) {
     const int node = r.node;
+    const uint64_t epoch = r.epoch;
     if (reply == nullptr) {
         requests_.remove(id);
         bump(counters_.shared_errors);
-        node_failed(node);
+        node_failed(node, epoch);
         return;
     }
     if (reply->type == REDIS_REPLY_ERROR) {
@@ -402,7 +380,7 @@ void SharedTier::on_set_reply(RequestId id, Request& r, const redisReply* reply)
         return;
     }
     requests_.remove(id);
-    node_ok(node);
+    node_ok(node, epoch);
 }
 
 SharedTier::Redirected SharedTier::follow_redirect(RequestId id, Request& r,
@@ -411,13 +389,13 @@ SharedTier::Redirected SharedTier::follow_redirect(RequestId id, Request& r,
     auto redirect = parse_redirect(text_of(reply));
     if (!redirect) return Redirected::No;
     bump(counters_.shared_redirects);
-    const int node = node_index(redirect->node);
+    const int node = node_index(RedisEndpoint{redirect->node, {}});
     if (node < 0) return Redirected::Unfollowable;
     if (!redirect->ask) {
         slots_[redirect->slot] = static_cast<int16_t>(node);
         if (loop_.now_ms() >= slots_refreshed_ms_ + kSlotsRefreshIntervalMs) refresh_slots();
     }
-    if (r.redirects >= kMaxRedirects || nodes_[static_cast<size_t>(node)]->down) {
+    if (r.redirects >= kMaxRedirects || nodes_[static_cast<size_t>(node)]->down()) {
         return Redirected::Unfollowable;
     }
     ++r.redirects;
@@ -432,29 +410,32 @@ void SharedTier::finish_get(RequestId id, std::shared_ptr<const cache::PreparedA
     sink_.shared_lookup_done(token, std::move(answer));
 }
 
-void SharedTier::node_ok(int node) {
-    if (node >= 0) nodes_[static_cast<size_t>(node)]->failures = 0;
+void SharedTier::node_ok(int node, uint64_t epoch) {
+    if (node >= 0) nodes_[static_cast<size_t>(node)]->health->succeeded(epoch);
 }
 
-void SharedTier::node_failed(int index) {
+void SharedTier::node_failed(int index, uint64_t epoch) {
     if (index < 0) return;
     Node& node = *nodes_[static_cast<size_t>(index)];
-    if (node.down || ++node.failures < kFailuresBeforeDown) return;
-    node.down = true;
-    log_warning_limited(
-        "shared-cache: Redis %s marked down after %u failures in a row; misses "
-        "go upstream directly, and it is probed every second",
-        node.endpoint.to_string().c_str(), kFailuresBeforeDown);
-    publish_state();
-    // Requests still waiting on it fail now rather than each at its timeout.
-    if (node.connection) node.connection->close();
-    if (cluster_) refresh_slots();  // a replica may have taken its slots over
+    if (node.health->failed(epoch, loop_.now_ms())) {
+        log_warning(
+            "shared-cache: Redis %s marked down after %u failures in a row; misses go "
+            "upstream directly, and it is probed every second",
+            node.health->name.c_str(), NodeHealth::kFailuresBeforeDown);
+        if (cluster_) refresh_slots();  // a replica may have taken its slots over
+    }
+    // Requests still waiting on a down node fail now rather than each at its timeout.
+    if (node.down() && node.connection) node.connection->close();
 }
 
 void SharedTier::probe_down_nodes() {
+    const uint64_t now = loop_.now_ms();
+    bool any_down = false;
     for (size_t i = 0; i < nodes_.size(); ++i) {
         Node& node = *nodes_[i];
-        if (!node.down || node.probing) continue;
+        if (!node.down()) continue;
+        any_down = true;
+        if (node.probing || !node.health->claim_probe(now)) continue;
         if (!ready(static_cast<int>(i))) continue;
         RequestId id;
         Request* ping = requests_.add(id);
@@ -467,12 +448,8 @@ void SharedTier::probe_down_nodes() {
         node.probing = true;
         watch(id);
     }
-    if (cluster_ &&
-        (slots_refreshed_ms_ == 0 ||
-         std::any_of(nodes_.begin(), nodes_.end(), [](const auto& n) { return n->down; }))) {
-        refresh_slots();
-    }
-    probe_timer_ = loop_.add_timer(loop_.now_ms() + kProbeIntervalMs, [this] {
+    if (cluster_ && (slots_refreshed_ms_ == 0 || any_down)) refresh_slots();
+    probe_timer_ = loop_.add_timer(now + NodeHealth::kProbeIntervalMs, [this] {
         probe_timer_ = EventLoop::kNoTimer;
         probe_down_nodes();
     });
@@ -482,7 +459,7 @@ void SharedTier::refresh_slots() {
     if (!cluster_ || slots_pending_) return;
     slots_refreshed_ms_ = loop_.now_ms();
     for (size_t i = 0; i < nodes_.size(); ++i) {
-        if (nodes_[i]->down || !ready(static_cast<int>(i))) continue;
+        if (nodes_[i]->down() || !ready(static_cast<int>(i))) continue;
         RequestId id;
         Request* r = requests_.add(id);
         r->kind = Kind::Slots;
@@ -502,20 +479,11 @@ void SharedTier::apply_slots(const redisReply& reply) {
     if (!ranges) return;
     std::vector<int16_t> slots(kClusterSlots, -1);
     for (const SlotRange& range : *ranges) {
-        const int node = node_index(range.master);
+        const int node = node_index(RedisEndpoint{range.master, {}});
         if (node < 0) continue;
         for (uint32_t s = range.first; s <= range.last; ++s) slots[s] = static_cast<int16_t>(node);
     }
     slots_.swap(slots);
-}
-
-void SharedTier::publish_state() {
-    size_t down = 0;
-    for (const auto& node : nodes_) down += node->down ? 1 : 0;
-    const SharedTierState state = down == 0               ? SharedTierState::Up
-                                  : down == nodes_.size() ? SharedTierState::Down
-                                                          : SharedTierState::Degraded;
-    counters_.shared_state.store(state, std::memory_order_relaxed);
 }
 
 }  // namespace nscache::sharedcache

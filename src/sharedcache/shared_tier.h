@@ -9,8 +9,9 @@
 // - Bounded: at most `max-inflight` requests outstanding; each lookup waits at most `timeout`;
 //   what a value may hold is bounded on the wire (GETRANGE) and judged by decode_value.
 // - A fault never becomes a DNS fault: a lookup that fails in any way is a miss, which the
-//   caller takes upstream. After kFailuresBeforeDown failures in a row a node is marked down:
-//   lookups skip it at once (no waiting) and a PING probes it once a second until it answers.
+//   caller takes upstream. After three failures in a row a node is marked down for every
+//   thread (TierHealth): lookups skip it at once (no waiting) and one thread's PING probes it
+//   once a second until it answers.
 // - Redis Cluster: keys are routed by hash slot from CLUSTER SLOTS (refreshed after a MOVED
 //   or a node going down, at most once a second), MOVED and ASK are followed up to twice per
 //   request within its timeout.
@@ -30,6 +31,7 @@
 #include "config/config.h"
 #include "dns/name.h"
 #include "sharedcache/redis_connection.h"
+#include "sharedcache/tier_health.h"
 
 namespace nscache::sharedcache {
 
@@ -46,11 +48,8 @@ class LookupSink {
 
 class SharedTier final : public RedisConnection::Listener {
   public:
-    static constexpr uint32_t kFailuresBeforeDown = 3;
-    static constexpr uint64_t kProbeIntervalMs = 1000;
-
     SharedTier(EventLoop& loop, const SharedCacheConfig& config, const cache::TtlPolicy& ttl,
-               WorkerCounters& counters, LookupSink& sink);
+               TierHealth& health, WorkerCounters& counters, LookupSink& sink);
     ~SharedTier();
     SharedTier(const SharedTier&) = delete;
     SharedTier& operator=(const SharedTier&) = delete;
@@ -71,10 +70,11 @@ class SharedTier final : public RedisConnection::Listener {
   private:
     struct Node {
         RedisEndpoint endpoint;
-        std::unique_ptr<RedisConnection> connection;
-        uint32_t failures = 0;  // in a row
-        bool down = false;
-        bool probing = false;  // a PING is out
+        NodeHealth* health = nullptr;                 // shared with the other threads
+        std::unique_ptr<RedisConnection> connection;  // this thread's
+        bool probing = false;                         // this thread's PING is out
+
+        bool down() const { return health->down.load(std::memory_order_relaxed); }
     };
 
     enum class Kind : uint8_t { Get, Set, Auth, Asking, Ping, Slots };
@@ -86,6 +86,7 @@ class SharedTier final : public RedisConnection::Listener {
         bool refresh = false;
         uint64_t token = 0;  // the sink's (Get)
         uint64_t sent_us = 0;
+        uint64_t epoch = 0;          // the node's health epoch when sent
         std::string key;             // Get, Set
         std::vector<uint8_t> value;  // Set
         uint64_t ttl_ms = 0;         // Set
@@ -98,7 +99,8 @@ class SharedTier final : public RedisConnection::Listener {
 
     // The node `key` lives on (cluster: by slot; any node while the slot is unknown), or -1.
     int route(const std::string& key) const;
-    int node_index(const SocketAddress& address);
+    // The node at `endpoint`, added if new; -1 past TierHealth::kMaxNodes.
+    int node_index(const RedisEndpoint& endpoint);
     // Opens the node's connection if needed (with AUTH); false when it cannot take commands.
     bool ready(int node);
     // Sends the request's command to `node` (ASKING first for an ASK redirection).
@@ -115,16 +117,19 @@ class SharedTier final : public RedisConnection::Listener {
     // Ends a Get: removes it, then tells the sink (which may call back into us).
     void finish_get(RequestId id, std::shared_ptr<const cache::PreparedAnswer> answer);
 
-    void node_ok(int node);
-    void node_failed(int node);
+    void node_ok(int node, uint64_t epoch);
+    // Counts a failure of a request sent at `epoch`; when the node is down (now or already),
+    // this thread's connection to it is closed: requests still on it fail now, not each at
+    // its timeout. Never call it where a reply must not be delivered (inside lookup()).
+    void node_failed(int node, uint64_t epoch);
     void probe_down_nodes();
     void refresh_slots();
     void apply_slots(const redisReply& reply);
-    void publish_state();
 
     EventLoop& loop_;
     const SharedCacheConfig& config_;
     const cache::TtlPolicy ttl_;
+    TierHealth& health_;
     WorkerCounters& counters_;
     LookupSink& sink_;
     const bool cluster_;

@@ -15,7 +15,8 @@ Resolver::Resolver(uint32_t worker, EventLoop& loop, ResolverShared& shared, Com
     : worker_(worker), loop_(loop), shared_(shared), sink_(sink), counters_(counters) {
     if (shared_.options.shared_cache.enabled()) {
         tier_ = std::make_unique<sharedcache::SharedTier>(loop_, shared_.options.shared_cache,
-                                                          shared_.options.ttl, counters_, *this);
+                                                          shared_.options.ttl, shared_.tier_health,
+                                                          counters_, *this);
     }
     // One worker probes upstreams marked down, so each gets one probe a second, not N.
     if (worker_ == 0) {

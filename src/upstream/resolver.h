@@ -45,6 +45,7 @@ struct ResolverShared {
     InflightTable inflight;
     std::vector<CompletionQueue*> queues;  // indexed by worker
     FailureCache failures{options.failures};
+    sharedcache::TierHealth tier_health{};  // the shared tier's nodes, as every thread sees them
 };
 
 class UpstreamQuery;
