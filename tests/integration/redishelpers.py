@@ -98,7 +98,9 @@ class RedisServer:
         if self.unix:
             args += ["--unixsocket", self.unix, "--unixsocketperm", "700"]
         if cluster:
-            args += ["--cluster-enabled", "yes", "--cluster-config-file",
+            # The bus port is named: the default (port + 10000) does not exist above 55535.
+            args += ["--cluster-enabled", "yes", "--cluster-port", str(free_tcp_port()),
+                     "--cluster-config-file",
                      os.path.join(workdir, "nodes.conf"), "--cluster-node-timeout", "1000",
                      "--cluster-require-full-coverage", "no"]
         args += list(extra)

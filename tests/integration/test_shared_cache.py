@@ -13,6 +13,7 @@ import struct
 import threading
 import time
 
+import dns.flags
 import dns.message
 import dns.rcode
 import dns.rdatatype
@@ -201,3 +202,189 @@ def test_redis_stopped_and_killed_under_load(daemon, nsd, redis_server):
         load.stop()
     assert load.problems == [], load.problems[:10]
     assert load.answered > 200
+
+
+# --------------------------------------------------------------------------------------
+# 3. Values nobody should trust: garbage, answers to other questions, SERVFAIL, oversized,
+#    expired, a TTL past max-ttl, a key of another type; and a "Redis" speaking garbage.
+# --------------------------------------------------------------------------------------
+
+FORGED = "203.0.113.66"
+
+
+def value_for(qname, rdtype, answers, ttl=300, written=None, expires=None, rcode=0, do=False):
+    """A value as nscache writes it: "NSC1", written-at and expires-at (ms since the epoch),
+    then the answer to `qname`/`rdtype` as an upstream would send it, ID 0."""
+    q = dns.message.make_query(qname, rdtype, use_edns=0, want_dnssec=do)
+    q.id = 0
+    r = dns.message.make_response(q)
+    r.use_edns(0, dns.flags.DO if do else 0)
+    r.set_rcode(rcode)
+    for owner, rtype, data in answers:
+        r.answer.append(dns.rrset.from_text(owner.rstrip(".") + ".", ttl, "IN", rtype, data))
+    now = int(time.time() * 1000)
+    written = now if written is None else written
+    expires = now + ttl * 1000 if expires is None else expires
+    return b"NSC1" + struct.pack(">QQ", written, expires) + r.to_wire()
+
+
+def test_garbage_and_forged_values_serve_nothing_false(daemon, nsd, redis_server):
+    redis = redis_server()
+    d = daemon(nsd.addr, config="max-ttl = 100\n" + tier_config(redis=redis.address))
+    now = int(time.time() * 1000)
+
+    def bulk(i):
+        return f"bulk{i}.{ZONE}"
+
+    planted = {
+        100: b"\x00garbage" * 10,
+        101: value_for(bulk(199), "A", [(bulk(199), "A", FORGED)]),             # other name
+        102: value_for(bulk(102), "AAAA", [(bulk(102), "AAAA", "2001:db8::66")]),  # other type
+        103: value_for(bulk(103), "A", [(bulk(103), "A", FORGED)], do=True),       # DO=1 answer
+        104: value_for(bulk(104), "A", [], rcode=dns.rcode.SERVFAIL),
+        105: value_for(bulk(105), "A", [(bulk(105), "A", FORGED)]) + b"x" * 70000,  # oversized
+        106: value_for(bulk(106), "A", [(bulk(106), "A", FORGED)], written=now - 400_000,
+                       expires=now - 100_000),                                      # expired
+        107: b"NSC1\x00\x00",                                                       # cut short
+        108: value_for(bulk(108), "A", [(bulk(108), "A", bulk_addr(108))], ttl=1_000_000),
+    }
+    for i, value in planted.items():
+        redis.command("SET", key_of(bulk(i)), value)
+    redis.command("RPUSH", key_of(bulk(109)), "not a string")
+
+    for i in list(planted) + [109]:
+        r = udp(d.port, bulk(i))
+        assert a_addrs(r) == [bulk_addr(i)], (i, r.to_text())
+    # The one honest value (108) was served, with its TTL held to max-ttl.
+    r = udp(d.port, bulk(108))
+    assert answer_ttl(r) <= 100
+    s = d.stats()
+    assert s["shared_hits"] == 1, s
+    assert s["shared_invalid"] == 8, s  # 100-105, 107, 109 (106 is merely expired)
+    assert s["shared_misses"] == 1, s
+    assert s["shared_cache_state"] == "up"  # bad values are not a fault of Redis
+    # Every untrusted one went upstream, and its real answer was written over the bad value.
+    assert wait_until(lambda: d.stats()["shared_writes"] == 9)
+    assert redis.command("GETRANGE", key_of(bulk(101)), 0, 3) == b"NSC1"
+
+
+class GarbageServer:
+    """A TCP "Redis" that answers anything with a protocol error, or with the start of an
+    endless bulk reply (which hiredis would buffer without a bound)."""
+
+    def __init__(self, endless):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.endless = endless
+        self.stopped = threading.Event()
+        self.conns = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self):
+        self.sock.settimeout(0.1)
+        while not self.stopped.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.conns.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        conn.settimeout(0.2)
+        try:
+            conn.recv(65536)
+            if self.endless:
+                conn.sendall(b"$2000000000\r\n")
+                chunk = b"x" * 65536
+                for _ in range(100):  # 6.5 MB, more than nscache ever buffers
+                    if self.stopped.is_set():
+                        return
+                    conn.sendall(chunk)
+            else:
+                conn.sendall(b"?this is not RESP\r\n" * 4)
+            while not self.stopped.is_set():
+                try:
+                    if not conn.recv(65536):
+                        return
+                except socket.timeout:
+                    pass
+        except OSError:
+            pass
+
+    def stop(self):
+        self.stopped.set()
+        self.thread.join(5)
+        for c in self.conns:
+            c.close()
+        self.sock.close()
+
+
+@pytest.mark.parametrize("endless", [False, True], ids=["protocol-garbage", "endless-reply"])
+def test_redis_speaking_garbage_costs_no_answer(daemon, nsd, endless):
+    server = GarbageServer(endless)
+    try:
+        # A long timeout: an answer waits for the tier only as long as the garbage lasts
+        # (hiredis buffering an endless reply would hold every miss for 5 s: lost answers).
+        d = daemon(nsd.addr, config=tier_config(redis=f"127.0.0.1:{server.port}", timeout="5s"))
+        for i in range(20):
+            assert a_addrs(udp(d.port, f"bulk{i}.{ZONE}")) == [bulk_addr(i)]
+        s = d.stats()
+        assert s["shared_errors"] > 0 and s["shared_hits"] == 0, s
+        assert s["shared_cache_state"] == "down"
+    finally:
+        server.stop()
+
+
+# --------------------------------------------------------------------------------------
+# 4. A 3-node Redis Cluster: slots found by MOVED and CLUSTER SLOTS, slots moved (ASK, then
+#    MOVED) and a node killed while a load runs. The tier may miss; DNS always answers.
+# --------------------------------------------------------------------------------------
+
+def test_cluster_resharded_and_node_killed_under_load(daemon, nsd, redis_server):
+    nodes = [redis_server(cluster=True) for _ in range(3)]
+    create_cluster(nodes)
+    config = tier_config(cluster=[nodes[0].address])
+    writer = daemon(nsd.addr, config=config)
+    reader = daemon(nsd.addr, config=config)
+
+    names = [(f"bulk{i}.{ZONE}", bulk_addr(i)) for i in range(100)]
+    for name, want in names:
+        assert a_addrs(udp(writer.port, name)) == [want]
+    assert wait_until(lambda: writer.stats()["shared_writes"] == 100, timeout=10)
+    assert wait_until(lambda: sum(n.command("DBSIZE") for n in nodes) == 100, timeout=10)
+    assert writer.stats()["shared_redirects"] > 0  # the slot map was learnt from MOVED
+
+    # The reader's misses are the writer's answers, from all three nodes.
+    for name, want in names[:50]:
+        assert a_addrs(udp(reader.port, name)) == [want]
+    s = reader.stats()
+    assert s["shared_hits"] == 50 and s["upstream_queries"] == 0, s
+
+    load = Load(reader.port, names[:50]).start()
+    try:
+        assert wait_until(lambda: load.answered > 50, timeout=10)
+        # Move a third of node 0's slots to node 1, keys and all, under the load.
+        reshard(nodes[0], nodes[1], 1500, via=nodes[0])
+        before = reader.stats()
+        for name, want in names[50:]:
+            assert a_addrs(udp(reader.port, name)) == [want]
+        after = reader.stats()
+        assert after["shared_hits"] - before["shared_hits"] == 50, after
+        assert after["shared_redirects"] > before["shared_redirects"]
+
+        nodes[2].kill()
+        assert wait_until(lambda: reader.stats()["shared_cache_state"] == "degraded", timeout=10)
+        # Misses whose slots lived on the dead node skip the tier; the others still use it.
+        degraded = reader.stats()
+        answered = load.answered
+        assert wait_until(lambda: load.answered > answered + 100, timeout=10)
+        final = reader.stats()
+        assert final["shared_skipped"] > degraded["shared_skipped"]
+        assert final["shared_lookups"] > degraded["shared_lookups"]
+    finally:
+        load.stop()
+    assert load.problems == [], load.problems[:10]
