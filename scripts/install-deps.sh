@@ -5,11 +5,13 @@ set -euo pipefail
 
 packages=(
   # build
-  make cmake ninja-build g++ pkg-config libtomlplusplus-dev
+  make cmake ninja-build g++ pkg-config libtomlplusplus-dev libhiredis-dev
   # unit tests and micro-benchmarks
   googletest libgtest-dev libbenchmark-dev
   # integration tests: a real upstream, real clients, the fake upstream's language
   nsd bind9-dnsutils knot-dnsutils python3 python3-pytest python3-dnspython
+  # the shared tier's tests: real Redis and Redis Cluster (redis-cli comes with redis-tools)
+  redis-server redis-tools
   # fuzzing and sanitizers
   clang clang-format libfuzzer-14-dev libclang-rt-14-dev
 )

@@ -124,6 +124,10 @@ TEST_F(ConfigFileTest, ExampleConfigIsValid) {
     EXPECT_EQ(c.query_timeout_ms, defaults.query_timeout_ms);
     EXPECT_EQ(c.stale_ttl_s, defaults.stale_ttl_s);
     EXPECT_EQ(c.stale_answer_timeout_ms, defaults.stale_answer_timeout_ms);
+    EXPECT_FALSE(c.shared_cache.enabled());
+    EXPECT_EQ(c.shared_cache.timeout_ms, defaults.shared_cache.timeout_ms);
+    EXPECT_EQ(c.shared_cache.key_prefix, defaults.shared_cache.key_prefix);
+    EXPECT_EQ(c.shared_cache.max_inflight, defaults.shared_cache.max_inflight);
 }
 
 TEST_F(ConfigFileTest, SharedCacheIsOffUnlessItNamesRedis) {
