@@ -113,11 +113,15 @@ class RedisServer:
         while True:
             try:
                 c = self.client(timeout=0.5)
-                if c.command("PING") == "PONG":
+                try:
+                    if c.command("PING") == "PONG":
+                        break
+                except RuntimeError as e:  # up, and asking for a password (requirepass)
+                    if "NOAUTH" in str(e):
+                        break
+                finally:
                     c.close()
-                    break
-                c.close()
-            except (OSError, RuntimeError):
+            except OSError:
                 pass
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 log = os.path.join(workdir, "redis.log")

@@ -99,6 +99,38 @@ def test_second_daemon_answers_from_redis_with_ttl_counting_down(daemon, nsd, re
     assert s2["shared_lookups"] == s["shared_lookups"] and s2["cache_hits"] == s["cache_hits"] + 1
 
 
+def test_servfail_is_never_shared_and_write_false_writes_nothing(daemon, nsd, fake_upstream,
+                                                                 redis_server):
+    redis = redis_server()
+    fake_upstream.mode = "servfail"
+    d = daemon(fake_upstream.addr, config=tier_config(redis=redis.address))
+    assert udp(d.port, "broken.fake.test").rcode() == dns.rcode.SERVFAIL
+    s = d.stats()
+    assert s["shared_lookups"] == 1 and s["shared_writes"] == 0, s
+    reader = daemon(nsd.addr, config=tier_config(redis=redis.address, extra="write = false\n"))
+    assert a_addrs(udp(reader.port, f"www.{ZONE}")) == ["192.0.2.1"]
+    s = reader.stats()
+    assert s["shared_lookups"] == 1 and s["shared_writes"] == 0, s
+    assert redis.command("DBSIZE") == 0
+
+
+def test_auth_with_the_right_password_and_refused_with_a_wrong_one(daemon, nsd, redis_server):
+    redis = redis_server(extra=("--requirepass", "s3cret"))
+    good = daemon(nsd.addr, config=tier_config(redis=redis.address, extra='password = "s3cret"\n'))
+    assert a_addrs(udp(good.port, f"www.{ZONE}")) == ["192.0.2.1"]
+    c = redis.client()
+    assert c.command("AUTH", "s3cret") == "OK"
+    assert wait_until(lambda: c.command("EXISTS", key_of(f"www.{ZONE}")) == 1)
+    c.close()
+    bad = daemon(nsd.addr, config=tier_config(redis=redis.address, extra='password = "wrong"\n'))
+    for i in range(5):
+        assert a_addrs(udp(bad.port, f"bulk{i}.{ZONE}")) == [bulk_addr(i)]
+    s = bad.stats()
+    assert s["shared_hits"] == 0 and s["shared_errors"] >= 3, s
+    assert s["shared_cache_state"] == "down"
+    assert "refused AUTH" in bad.stderr_text()
+
+
 # --------------------------------------------------------------------------------------
 # 2. Redis stopped (SIGSTOP), resumed, killed (SIGKILL) and restarted under a query load:
 #    no DNS answer lost, local hits never go to Redis, the tier goes down and comes back.
@@ -153,6 +185,7 @@ class Load:
             i += 1
 
 
+@pytest.mark.threaded
 def test_redis_stopped_and_killed_under_load(daemon, nsd, redis_server):
     redis = redis_server()
     port = redis.port
@@ -344,6 +377,7 @@ def test_redis_speaking_garbage_costs_no_answer(daemon, nsd, endless):
 #    MOVED) and a node killed while a load runs. The tier may miss; DNS always answers.
 # --------------------------------------------------------------------------------------
 
+@pytest.mark.threaded
 def test_cluster_resharded_and_node_killed_under_load(daemon, nsd, redis_server):
     nodes = [redis_server(cluster=True) for _ in range(3)]
     create_cluster(nodes)
