@@ -2,6 +2,7 @@
 
 #include <hiredis/read.h>
 
+#include <mutex>
 #include <string>
 
 namespace nscache::sharedcache {
@@ -16,7 +17,43 @@ RedisConnection* self_of(void* p) {
     return static_cast<RedisConnection*>(p);
 }
 
+// hiredis's own reply constructors, the same table for every reader.
+const redisReplyObjectFunctions* g_hiredis_functions = nullptr;
+std::once_flag g_functions_once;
+
 }  // namespace
+
+// hiredis 0.14 aborts the process (an assert) on a reply that no command asked for: a server,
+// or anything listening at its address, could kill the daemon with one extra "+OK". The reader
+// builds replies through these wrappers, which refuse a reply beyond the commands sent; the
+// reader then reports an error and hiredis drops the connection, every command on it failing.
+void* RedisConnection::create_string(const redisReadTask* task, char* str, size_t len) {
+    if (!admit(task)) return nullptr;
+    return g_hiredis_functions->createString(task, str, len);
+}
+
+void* RedisConnection::create_array(const redisReadTask* task, int elements) {
+    if (!admit(task)) return nullptr;
+    return g_hiredis_functions->createArray(task, elements);
+}
+
+void* RedisConnection::create_integer(const redisReadTask* task, long long value) {
+    if (!admit(task)) return nullptr;
+    return g_hiredis_functions->createInteger(task, value);
+}
+
+void* RedisConnection::create_nil(const redisReadTask* task) {
+    if (!admit(task)) return nullptr;
+    return g_hiredis_functions->createNil(task);
+}
+
+bool RedisConnection::admit(const redisReadTask* task) {
+    if (task->parent != nullptr) return true;  // part of a reply already admitted
+    RedisConnection* c = self_of(task->privdata);
+    if (c->replies_started_ >= c->commands_sent_) return false;
+    ++c->replies_started_;
+    return true;
+}
 
 RedisConnection::RedisConnection(EventLoop& loop, Listener& listener)
     : loop_(loop), listener_(&listener) {}
@@ -51,6 +88,12 @@ bool RedisConnection::open(const RedisEndpoint& endpoint) {
     ac_ = ac;
     closing_ = false;
     reading_ = writing_ = false;
+    commands_sent_ = replies_started_ = 0;
+    std::call_once(g_functions_once, [ac] { g_hiredis_functions = ac->c.reader->fn; });
+    static redisReplyObjectFunctions counting{create_string, create_array, create_integer,
+                                              create_nil, g_hiredis_functions->freeObject};
+    ac->c.reader->fn = &counting;
+    ac->c.reader->privdata = this;
     ac->data = this;
     ac->ev.data = this;
     ac->ev.addRead = add_read;
@@ -82,6 +125,7 @@ bool RedisConnection::command(std::initializer_list<std::string_view> args, uint
         return false;
     }
     ++pending_;
+    ++commands_sent_;
     return true;
 }
 

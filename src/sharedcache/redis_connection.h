@@ -10,6 +10,7 @@
 #pragma once
 
 #include <hiredis/async.h>
+#include <hiredis/read.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -65,6 +66,12 @@ class RedisConnection final : public EventHandler {
     static void reply_callback(redisAsyncContext* ac, void* reply, void* token);
     static void connect_callback(const redisAsyncContext* ac, int status);
     static void disconnect_callback(const redisAsyncContext* ac, int status);
+    static void* create_string(const redisReadTask* task, char* str, size_t len);
+    static void* create_array(const redisReadTask* task, int elements);
+    static void* create_integer(const redisReadTask* task, long long value);
+    static void* create_nil(const redisReadTask* task);
+    // False for a reply no command is waiting for.
+    static bool admit(const redisReadTask* task);
 
     void set_interest(bool reading, bool writing);
 
@@ -76,6 +83,8 @@ class RedisConnection final : public EventHandler {
     bool writing_ = false;
     bool closing_ = false;  // hiredis is freeing the context (or will, once a callback returns)
     size_t pending_ = 0;
+    uint64_t commands_sent_ = 0;    // on this context
+    uint64_t replies_started_ = 0;  // top-level replies the reader began
 };
 
 }  // namespace nscache::sharedcache

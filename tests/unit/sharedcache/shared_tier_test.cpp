@@ -158,6 +158,25 @@ TEST(SharedTier, SilenceCostsTheTimeoutThenTheNodeIsDownUntilAProbeAnswers) {
     EXPECT_TRUE(h.tier->lookup(www.key, 5, false));
 }
 
+// hiredis 0.14 asserts on a reply no command asked for: one extra "+OK" from whatever listens
+// at Redis's address used to abort the daemon. Now it only drops that connection.
+TEST(SharedTier, ARepliesNobodyAskedForDropTheConnectionNotTheProcess) {
+    FakeRedis redis;
+    Harness h(standalone(redis));
+    Key www("www.example.test");
+    ASSERT_TRUE(h.tier->lookup(www.key, 1, false));
+    auto get = h.next(redis);
+    ASSERT_TRUE(get);
+    redis.reply(*get, FakeRedis::bulk("") + "+OK\r\n:1\r\n");
+    ASSERT_TRUE(h.run_until([&] { return !h.sink.outcomes.empty(); }));
+    EXPECT_FALSE(h.sink.outcomes[0].answer);
+    ASSERT_TRUE(h.tier->lookup(www.key, 2, false));
+    auto again = h.next(redis);
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->args[0], "GETRANGE");
+    EXPECT_EQ(redis.connections(), 2u);  // on a fresh connection
+}
+
 TEST(SharedTier, AtMaxInflightLookupsAndWritesAreNotSent) {
     FakeRedis redis;
     SharedCacheConfig config = standalone(redis);
