@@ -5,7 +5,7 @@ CMAKE_FLAGS ?=
 RUN_ARGS ?=
 export BUILD CMAKE_FLAGS
 
-.PHONY: all build run test unit integration clean format install uninstall
+.PHONY: all build run test unit integration clean format install uninstall deb deb-test
 
 all: build
 
@@ -50,3 +50,13 @@ install: | $(BUILD)/build.ninja
 uninstall:
 	packaging/uninstall.sh $(BUILD) $(DESTDIR)
 
+
+# Debian packages nscache and libnss-nscache (dpkg-buildpackage -b -us -uc on a clean copy of
+# the tree: scripts/build-deb) into DEB_OUT; deb-test builds them and checks them with lintian
+# and an install, run, remove and purge in a throwaway root (tests/package/test_deb.py).
+DEB_OUT ?= dist
+deb:
+	scripts/build-deb $(DEB_OUT)
+
+deb-test: deb
+	NSCACHE_DEB_DIR=$(abspath $(DEB_OUT)) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/package

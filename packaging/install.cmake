@@ -20,6 +20,10 @@ if(NOT NSCACHE_NSS_LIBDIR)
   set(NSCACHE_NSS_LIBDIR "${_nss_libdir}" CACHE PATH "Where libnss_nscache.so.2 is installed")
 endif()
 
+# Where the systemd unit goes: PREFIX/lib/systemd/system unless set (Debian 12's debhelper
+# wants /lib/systemd/system).
+set(NSCACHE_SYSTEMD_UNIT_DIR "" CACHE PATH "Where nscache.service is installed (default: PREFIX/lib/systemd/system)")
+
 install(TARGETS nscache RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS nss_nscache LIBRARY DESTINATION ${NSCACHE_NSS_LIBDIR})
 install(FILES ${CMAKE_SOURCE_DIR}/docs/nss.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
@@ -41,8 +45,12 @@ install(CODE "
   string(REPLACE \"@BINDIR@\" \"\${_prefix}/${CMAKE_INSTALL_BINDIR}\" _unit \"\${_unit}\")
   string(REPLACE \"@DOCDIR@\" \"\${_prefix}/${CMAKE_INSTALL_DOCDIR}\" _unit \"\${_unit}\")
   file(WRITE \"${NSCACHE_INSTALL_STAGING}/nscache.service\" \"\${_unit}\")
+  set(_unit_dir \"${NSCACHE_SYSTEMD_UNIT_DIR}\")
+  if(_unit_dir STREQUAL \"\")
+    set(_unit_dir \"\${_prefix}/lib/systemd/system\")
+  endif()
   file(INSTALL \"${NSCACHE_INSTALL_STAGING}/nscache.service\"
-       DESTINATION \"\${_prefix}/lib/systemd/system\" FILE_PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+       DESTINATION \"\${_unit_dir}\" FILE_PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
 
   # The default configuration, only where none exists: a local one is never overwritten.
   if(EXISTS \"\${_destdir}/etc/nscache/nscache.toml\")

@@ -14,6 +14,8 @@ packages=(
   redis-server redis-tools
   # fuzzing and sanitizers
   clang clang-format libfuzzer-14-dev libclang-rt-14-dev
+  # the Debian package: build it, lint it, install it in a throwaway root (systemd-sysusers)
+  dpkg-dev debhelper lintian systemd
 )
 
 as_root() {

@@ -62,6 +62,11 @@ void Cache::insert_at(const CacheKey& key, const PreparedAnswer& answer, uint64_
     shard_for(hash).insert(key, hash, answer, born_ms, now_ms);
 }
 
+void Cache::set_budget(size_t budget_bytes) {
+    budget_.store(budget_bytes, std::memory_order_relaxed);
+    for (auto& shard : shards_) shard->set_budget(budget_bytes / shards_.size());
+}
+
 size_t Cache::flush() {
     size_t removed = 0;
     for (auto& shard : shards_) removed += shard->flush();
@@ -76,7 +81,7 @@ size_t Cache::flush_name(dns::Bytes lower_name) {
 CacheCounters Cache::counters() const {
     CacheCounters c;
     for (const auto& shard : shards_) shard->add_counters(c);
-    c.budget = budget_;
+    c.budget = budget_.load(std::memory_order_relaxed);
     return c;
 }
 

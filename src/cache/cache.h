@@ -95,6 +95,9 @@ class Cache {
     void insert_at(const CacheKey& key, const PreparedAnswer& answer, uint64_t born_ms,
                    uint64_t now_ms);
 
+    // A new byte budget (a reload): a smaller one is reached a few evictions per insert.
+    void set_budget(size_t budget_bytes);
+
     // Removes everything; returns how many entries went.
     size_t flush();
     // Removes every entry whose qname is `lower_name`, whatever its type, class or flags.
@@ -116,7 +119,7 @@ class Cache {
 
     std::vector<std::unique_ptr<CacheShard>> shards_;
     uint64_t seed_;
-    size_t budget_;
+    std::atomic<size_t> budget_;
     unsigned shard_shift_;
 };
 

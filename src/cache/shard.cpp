@@ -18,6 +18,9 @@ constexpr size_t kMaxChain = 32;
 // CLOCK gives a visited entry a second chance, but a sweep stops after this many entries and
 // evicts where it stands, so an insert never walks an unbounded stretch of the ring.
 constexpr int kMaxSweep = 64;
+// Evictions per insert at most: after a budget cut the excess goes a few entries at a time,
+// so no insert pays for the whole shrink.
+constexpr int kMaxEvictionsPerInsert = 8;
 // Expired entries examined per insert: small, constant, and enough to keep up with inserts.
 constexpr int kReclaimSteps = 4;
 // One bucket per this many budget bytes: about one entry per bucket for small answers.
@@ -198,7 +201,8 @@ void CacheShard::insert(const CacheKey& key, uint64_t hash, const PreparedAnswer
     if (fresh == nullptr) return;
     const size_t cost = accounted_size(fresh);
     // One answer may not take more than a quarter of a shard: it would flush the rest.
-    if (cost > entry_budget_ / 4) {
+    const size_t budget = entry_budget_.load(std::memory_order_relaxed);
+    if (cost > budget / 4) {
         std::free(fresh);
         return;
     }
@@ -228,7 +232,10 @@ void CacheShard::insert(const CacheKey& key, uint64_t hash, const PreparedAnswer
         evictions_.fetch_add(1, std::memory_order_relaxed);
     }
     reclaim_expired(now_ms, kReclaimSteps);
-    while (s->bytes + cost > entry_budget_ && !s->ring.empty()) evict_one(now_ms);
+    for (int i = 0; i < kMaxEvictionsPerInsert && s->bytes + cost > budget && !s->ring.empty();
+         ++i) {
+        evict_one(now_ms);
+    }
 
     fresh->next = *head;
     *head = fresh;
@@ -238,6 +245,12 @@ void CacheShard::insert(const CacheKey& key, uint64_t hash, const PreparedAnswer
     entries_.fetch_add(1, std::memory_order_relaxed);
     bytes_.fetch_add(cost, std::memory_order_relaxed);
     inserts_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void CacheShard::set_budget(size_t budget_bytes) {
+    const size_t buckets = bucket_count_ * sizeof(Entry*);
+    entry_budget_.store(budget_bytes > buckets ? budget_bytes - buckets : 0,
+                        std::memory_order_relaxed);
 }
 
 size_t CacheShard::flush() {

@@ -32,6 +32,9 @@ class CacheShard {
                 uint64_t now_ms);
     size_t flush();
     size_t flush_name(dns::Bytes lower_name, uint64_t hash);
+    // A new byte budget. A smaller one is reached gradually: each insert evicts a bounded
+    // number of entries, never the whole excess at once.
+    void set_budget(size_t budget_bytes);
 
     size_t slice_count() const;
     void snapshot_slice(size_t slice, uint64_t now_ms, std::vector<EntrySnapshot>& out);
@@ -55,7 +58,8 @@ class CacheShard {
 
     const uint64_t stale_ms_;
     const size_t bucket_count_;
-    const size_t entry_budget_;  // budget minus the bucket array
+    // The budget minus the bucket array; a reload may change it (set_budget).
+    std::atomic<size_t> entry_budget_;
     Mutex mu_;
     State state_ NSCACHE_GUARDED_BY(mu_);
 

@@ -13,6 +13,7 @@ int serve_command(const Args& args);
 int query_command(const Args& args);
 int stats_command(const Args& args);
 int flush_command(const Args& args);
+int reload_command(const Args& args);
 int dump_command(const Args& args);
 int load_command(const Args& args);
 int check_config_command(const Args& args);

@@ -82,6 +82,16 @@ int stats_command(const Args& args) {
     return run_request(parsed->control, parsed->json ? "stats json" : "stats");
 }
 
+int reload_command(const Args& args) {
+    auto parsed = parse("reload", args, false);
+    if (!parsed) return kExitUsage;
+    if (!parsed->positional.empty()) {
+        std::fprintf(stderr, "usage: nscache reload [--control PATH]\n");
+        return kExitUsage;
+    }
+    return run_request(parsed->control, "reload");
+}
+
 int flush_command(const Args& args) {
     auto parsed = parse("flush", args, false);
     if (!parsed) return kExitUsage;

@@ -14,6 +14,7 @@
 #include "cache/cache.h"
 #include "cli/privileges.h"
 #include "cli/resource_limits.h"
+#include "cli/supervisor.h"
 #include "common/clock.h"
 #include "common/counters.h"
 #include "common/files.h"
@@ -32,35 +33,19 @@
 namespace nscache {
 namespace {
 
-sigset_t shutdown_signals() {
+// Taken by the supervisor's signalfd: blocked in every thread started from here.
+sigset_t daemon_signals() {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
     return set;
 }
 
 cache::CacheConfig cache_config(const Config& c) {
     return cache::CacheConfig{.budget_bytes = c.cache_size,
                               .stale_ttl_s = c.serve_stale ? c.stale_ttl_s : 0};
-}
-
-upstream::ResolverOptions resolver_options(const Config& c, uint32_t max_outstanding) {
-    upstream::ResolverOptions o;
-    o.query_timeout_ms = c.query_timeout_ms;
-    o.max_outstanding = max_outstanding;
-    o.edns_buffer_size = c.edns_buffer_size;
-    o.ttl = cache::TtlPolicy{c.min_ttl, c.max_ttl, c.negative_max_ttl, c.servfail_ttl};
-    o.failures = upstream::FailurePolicy{c.failure_ttl_ms, c.failure_ttl_max_ms};
-    o.shared_cache = c.shared_cache;
-    return o;
-}
-
-server::TcpLimits tcp_limits(const Config& c) {
-    return server::TcpLimits{.idle_timeout_ms = c.tcp_idle_timeout_ms,
-                             .read_timeout_ms = c.tcp_read_timeout_ms,
-                             .max_connections = c.max_tcp_connections,
-                             .max_per_client = c.max_tcp_per_client};
 }
 
 // Every socket this instance would take from another one configured alike.
@@ -114,9 +99,9 @@ void give_state_dir(const std::string& state_dir, const UserIds& user) {
 
 }  // namespace
 
-int run_daemon(const Config& config) {
-    // Signals are taken by sigwait below; every thread started from here inherits the mask.
-    const sigset_t signals = shutdown_signals();
+int run_daemon(const ConfigSource& source, const Config& config) {
+    // Signals are read by the supervisor's signalfd; every thread started here inherits the mask.
+    const sigset_t signals = daemon_signals();
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     signal(SIGPIPE, SIG_IGN);
 
@@ -129,18 +114,16 @@ int run_daemon(const Config& config) {
     warn_about_memory_bound(config);
 
     const uint64_t started_ms = monotonic_ms();
+    set_log_threshold(log_level_of(config.log_level));
     cache::Cache cache(cache_config(config));
-    upstream::UpstreamSet upstreams(config.upstreams);
-    upstream::ResolverShared resolver_shared{
-        resolver_options(config, upstream_queries_within_limits(config)), cache, upstreams, {}, {}};
-    server::ServerShared shared{config,  cache, resolver_shared, server::AccessList(config.allow),
-                                nullptr, {}};
-    shared.tcp.limits = tcp_limits(config);
-    if (config.rate_limit > 0) {
-        shared.rate_limiter =
-            std::make_unique<server::RateLimiter>(config.rate_limit, config.rate_limit_burst);
-    }
-    if (!shared.rate_limiter && shared.access.reaches_beyond_loopback()) {
+    auto registry = std::make_unique<upstream::UpstreamRegistry>();
+    const server::SettingsPtr settings =
+        server::make_settings(config, upstream::Routing::build(config, *registry),
+                              upstream_queries_within_limits(config));
+    Supervisor supervisor(source, settings, std::move(registry));
+    upstream::ResolverShared resolver_shared{settings->resolver, cache, {}, {}};
+    server::ServerShared shared{config, cache, resolver_shared, {}};
+    if (!settings->rate_limiter && settings->access.reaches_beyond_loopback()) {
         log_warning(
             "allow reaches beyond loopback and rate-limit is not set: replies to other "
             "hosts are unlimited (a reflection risk); set rate-limit");
@@ -169,7 +152,7 @@ int run_daemon(const Config& config) {
     std::unique_ptr<server::NssServer> nss;
     if (config.nss) {
         nss = std::make_unique<server::NssServer>(shared, counters[workers], workers,
-                                                  server::NssOptions{config.nss_socket});
+                                                  server::NssOptions{config.nss_socket}, settings);
         std::string error;
         if (!make_parent_folder(config.nss_socket)) {
             error = "cannot create the folder of " + config.nss_socket;
@@ -182,13 +165,15 @@ int run_daemon(const Config& config) {
             return 1;
         }
     }
-    control::ControlOptions control_options{.socket_path = config.control,
-                                            .group = config.control_group,
-                                            .metrics_listen = std::nullopt,
-                                            .metrics_allow = config.metrics_allow,
-                                            .state_dir = config.state_dir,
-                                            .ttl_policy = resolver_shared.options.ttl,
-                                            .after_flush = nullptr};
+    control::ControlOptions control_options{
+        .socket_path = config.control,
+        .group = config.control_group,
+        .metrics_listen = std::nullopt,
+        .metrics_allow = config.metrics_allow,
+        .state_dir = config.state_dir,
+        .ttl_policy = settings->resolver.ttl,
+        .after_flush = nullptr,
+        .reload = [&supervisor] { return supervisor.request_reload(); }};
     // A flush forgets published NSS answers and cached resolution failures too.
     control_options.after_flush = [&nss, &resolver_shared] {
         if (nss) nss->invalidate_map();
@@ -200,7 +185,8 @@ int run_daemon(const Config& config) {
     control::ControlServer control_server(
         control_options, cache,
         control::StatsSources{std::span<const WorkerCounters>(counters.get(), workers + 1), &cache,
-                              &upstreams, started_ms, &resolver_shared.tier_health});
+                              [&supervisor] { return supervisor.upstream_groups(); }, started_ms,
+                              &resolver_shared.tier_health});
     if (auto error = control_server.open(user ? user->uid : geteuid())) {
         log_error("%s", error->c_str());
         sockets.close_all();
@@ -208,14 +194,16 @@ int run_daemon(const Config& config) {
     }
 
     if (!config.cache_file.empty() && access(config.cache_file.c_str(), F_OK) == 0) {
-        const auto loaded = control::load_cache(
-            cache, config.cache_file, resolver_shared.options.ttl, monotonic_ms(), wall_ms());
+        const auto loaded = control::load_cache(cache, config.cache_file, settings->resolver.ttl,
+                                                monotonic_ms(), wall_ms());
         if (loaded.ok) {
             log_info("loaded %llu entries from %s", static_cast<unsigned long long>(loaded.entries),
                      config.cache_file.c_str());
         } else {
             log_warning("cache file skipped, starting empty: %s", loaded.error.c_str());
         }
+    } else if (!config.cache_file.empty()) {
+        log_info("no cache file %s yet: starting empty", config.cache_file.c_str());
     }
 
     if (user) {
@@ -234,8 +222,8 @@ int run_daemon(const Config& config) {
 
     std::vector<std::unique_ptr<server::Worker>> worker_list;
     for (unsigned i = 0; i < workers; ++i) {
-        worker_list.push_back(std::make_unique<server::Worker>(i, shared, counters[i],
-                                                               sockets.udp[i], sockets.tcp[i]));
+        worker_list.push_back(std::make_unique<server::Worker>(
+            i, shared, counters[i], sockets.udp[i], sockets.tcp[i], settings));
         resolver_shared.queues.push_back(&worker_list.back()->completion_queue());
     }
     if (nss) resolver_shared.queues.push_back(&nss->completion_queue());
@@ -243,8 +231,11 @@ int run_daemon(const Config& config) {
     for (auto& w : worker_list) threads.emplace_back([&w] { w->run(); });
     control_server.start();
     if (nss) nss->start();
+    SupervisedParts parts{{}, nss.get(), &control_server, &cache, &resolver_shared};
+    for (auto& w : worker_list) parts.workers.push_back(w.get());
+    supervisor.attach(std::move(parts));
     log_info("%u workers, cache %zu bytes, %zu upstreams", workers, config.cache_size,
-             upstreams.size());
+             settings->routing->upstream_count());
     if (config.shared_cache.enabled()) {
         const auto& sc = config.shared_cache;
         log_info(
@@ -258,8 +249,7 @@ int run_daemon(const Config& config) {
     // name service (nss-lookup.target).
     sd_notify("READY=1");
 
-    int signal_number = 0;
-    sigwait(&signals, &signal_number);
+    const int signal_number = supervisor.run();
     log_info("shutting down (%s)", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
     sd_notify("STOPPING=1");
 

@@ -3,11 +3,14 @@
 // down in order (control, workers, cache file).
 #pragma once
 
+#include "cli/config_source.h"
 #include "config/config.h"
 
 namespace nscache {
 
 // Returns the process exit code: 0 after a clean shutdown, 1 when start-up failed.
-int run_daemon(const Config& config);
+// `config` is what `source` gave at start; a reload (SIGHUP, `nscache reload`) reads
+// `source` again.
+int run_daemon(const ConfigSource& source, const Config& config);
 
 }  // namespace nscache

@@ -20,6 +20,7 @@ constexpr const char* kUsage =
     "                                   ask the daemon and print the answer\n"
     "  stats [--control PATH] [--json]  show counters\n"
     "  flush [--control PATH] [NAME]    empty the cache, or drop one name\n"
+    "  reload [--control PATH]          re-read the configuration (as SIGHUP does)\n"
     "  dump [--control PATH] FILE       write the cache to FILE (inside state-dir)\n"
     "  load [--control PATH] FILE       read cache entries from FILE (inside state-dir)\n"
     "  check-config FILE                check a configuration file\n"
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
     if (command == "query") return nscache::query_command(args);
     if (command == "stats") return nscache::stats_command(args);
     if (command == "flush") return nscache::flush_command(args);
+    if (command == "reload") return nscache::reload_command(args);
     if (command == "dump") return nscache::dump_command(args);
     if (command == "load") return nscache::load_command(args);
     if (command == "check-config") return nscache::check_config_command(args);

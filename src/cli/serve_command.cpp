@@ -5,10 +5,12 @@
 #include <cstdlib>
 
 #include "cli/commands.h"
+#include "cli/config_source.h"
 #include "cli/daemon.h"
 #include "cli/flag_parser.h"
 #include "common/log.h"
 #include "config/config.h"
+#include "config/config_log.h"
 
 namespace nscache {
 namespace {
@@ -24,42 +26,23 @@ int usage_error(const std::string& message) {
 }  // namespace
 
 int serve_command(const Args& args) {
-    // Flags are read twice: first for --config (the file comes first, flags override it).
-    std::string config_path;
+    ConfigSource source;
+    source.resolv_conf = kResolvConf;
     bool config_given = false;
-    {
-        FlagParser p(args);
-        while (p.next()) {
-            if (p.is_flag() && p.name() == "config") {
-                auto v = p.value();
-                if (!v) return usage_error(p.error());
-                config_path = *v;
-                config_given = true;
-            }
-        }
-    }
-    Config config;
-    if (!config_given && access(kDefaultConfig, F_OK) == 0) config_path = kDefaultConfig;
-    if (!config_path.empty()) {
-        if (auto error = load_config_file(config_path, config)) {
-            std::fprintf(stderr, "nscache: %s\n", error->message.c_str());
-            return kExitUsage;
-        }
-    }
-
     std::vector<SocketAddress> listen, upstreams;
     FlagParser p(args);
     while (p.next()) {
         if (!p.is_flag()) return usage_error("unexpected argument '" + p.current() + "'");
         const std::string name = p.name();
         if (name == "verbose") {
-            set_log_verbose(true);
+            source.overrides.push_back([](Config& c) { c.log_level = LogThreshold::Debug; });
             continue;
         }
         auto value = p.value();
         if (!value) return usage_error(p.error());
         if (name == "config") {
-            continue;
+            source.path = *value;
+            config_given = true;
         } else if (name == "listen") {
             auto a = parse_socket_address(*value, std::nullopt);
             if (!a)
@@ -78,34 +61,38 @@ int serve_command(const Args& args) {
             if (value->empty() || *end != '\0' || n > 1024) {
                 return usage_error("bad --threads '" + *value + "' (expected 0 to 1024)");
             }
-            config.threads = static_cast<unsigned>(n);
+            source.overrides.push_back([n](Config& c) { c.threads = static_cast<unsigned>(n); });
         } else if (name == "cache-size") {
             auto size = parse_size(*value);
             if (!size || *size < (64u << 10)) {
                 return usage_error("bad --cache-size '" + *value +
                                    "' (expected at least 64K, e.g. 64M)");
             }
-            config.cache_size = *size;
+            source.overrides.push_back([size = *size](Config& c) { c.cache_size = size; });
         } else if (name == "control") {
-            config.control = *value;
+            source.overrides.push_back([v = *value](Config& c) { c.control = v; });
         } else if (name == "user") {
-            config.user = *value;
+            source.overrides.push_back([v = *value](Config& c) { c.user = v; });
         } else if (name == "nss-socket") {
-            config.nss_socket = *value;
+            source.overrides.push_back([v = *value](Config& c) { c.nss_socket = v; });
         } else {
             return usage_error("unknown flag --" + name);
         }
     }
-    if (!listen.empty()) config.listen = listen;
+    if (!config_given && access(kDefaultConfig, F_OK) == 0) source.path = kDefaultConfig;
     if (upstreams.size() > kMaxUpstreams) {
         return usage_error("at most " + std::to_string(kMaxUpstreams) + " --upstream addresses");
     }
-    if (!upstreams.empty()) config.upstreams = upstreams;
-    if (auto error = resolve_defaults(config, kResolvConf)) {
-        std::fprintf(stderr, "nscache: %s\n", error->message.c_str());
+    if (!listen.empty()) source.overrides.push_back([listen](Config& c) { c.listen = listen; });
+    if (!upstreams.empty()) {
+        source.overrides.push_back([upstreams](Config& c) { c.upstreams = upstreams; });
+    }
+    Config config;
+    if (auto error = source.load(config)) {
+        log_config_refused(*error, ConfigEvent::Start);
         return kExitUsage;
     }
-    return run_daemon(config);
+    return run_daemon(source, config);
 }
 
 }  // namespace nscache

@@ -1,4 +1,5 @@
-// Monotonic time in milliseconds, the unit every TTL and timer in nscache is kept in.
+// Monotonic time in milliseconds, the unit every TTL and timer in nscache is kept in (and in
+// microseconds, for latencies).
 // Reading it is a vDSO call, no system call.
 #pragma once
 
@@ -7,16 +8,24 @@
 
 namespace nscache {
 
+inline uint64_t milliseconds(const timespec& ts) {
+    return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
+}
+
+inline uint64_t microseconds(const timespec& ts) {
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+}
+
 inline uint64_t monotonic_ms() {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
+    return milliseconds(ts);
 }
 
 inline uint64_t monotonic_us() {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+    return microseconds(ts);
 }
 
 inline uint64_t wall_ms() {

@@ -8,7 +8,8 @@
 
 #include <atomic>
 #include <cstdint>
-#include <iterator>
+
+#include "common/latency_histogram.h"
 
 namespace nscache {
 
@@ -48,13 +49,7 @@ namespace nscache {
     X(shared_skipped, "misses that went upstream without asking: tier down or full")          \
     X(shared_redirects, "Redis Cluster MOVED and ASK redirections followed")                  \
     X(shared_writes, "answers written to the shared tier")                                    \
-    X(shared_writes_dropped, "answers not written: tier down or full")                        \
-    X(shared_latency_us, "microseconds spent waiting on shared-tier lookups that got a reply")
-
-// Upper bounds (microseconds) of the shared tier's lookup latency histogram; the last bucket
-// takes everything above.
-inline constexpr uint64_t kSharedLatencyBoundsUs[] = {100, 250, 500, 1000, 2500, 5000, 10000};
-inline constexpr size_t kSharedLatencyBuckets = std::size(kSharedLatencyBoundsUs) + 1;
+    X(shared_writes_dropped, "answers not written: tier down or full")
 
 // The shared tier's state, for stats (sharedcache::TierHealth).
 enum class SharedTierState : uint8_t { Off = 0, Up = 1, Degraded = 2, Down = 3 };
@@ -63,7 +58,12 @@ struct alignas(64) WorkerCounters {
 #define NSCACHE_DECLARE_COUNTER(name, help) std::atomic<uint64_t> name{0};
     NSCACHE_WORKER_COUNTERS(NSCACHE_DECLARE_COUNTER)
 #undef NSCACHE_DECLARE_COUNTER
-    std::atomic<uint64_t> shared_latency_buckets[kSharedLatencyBuckets] = {};
+    // Answer latency by source (common/latency_histogram.h). The cache's stays empty: a hit is
+    // answered in the loop turn that read it, so readers count cache_hits at zero latency
+    // instead of the hit path writing a bucket.
+    LatencyHistogram latency[kAnswerSources];
+    // How long shared-tier lookups that got a reply waited for it.
+    LatencyHistogram shared_latency;
 };
 
 // Single-writer increment: a plain load and store, no locked instruction.

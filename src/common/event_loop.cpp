@@ -26,7 +26,7 @@ EventLoop::EventLoop() {
     ev.events = EPOLLIN;
     ev.data.u64 = kWakeToken;
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
-    now_ms_ = monotonic_ms();
+    refresh_now();
 }
 
 EventLoop::~EventLoop() {
@@ -87,7 +87,8 @@ void EventLoop::cancel_timer(TimerHandle& handle) {
 }
 
 void EventLoop::refresh_now() {
-    now_ms_ = monotonic_ms();
+    clock_gettime(CLOCK_MONOTONIC, &now_);
+    now_ms_ = milliseconds(now_);
 }
 
 void EventLoop::run_due_timers() {

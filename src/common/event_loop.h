@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/slot_table.h"
 
 namespace nscache {
@@ -65,6 +66,9 @@ class EventLoop {
 
     // The time the loop last woke up: one clock read per batch of events.
     uint64_t now_ms() const { return now_ms_; }
+    // The same reading in microseconds, for latencies (worked out when asked: the turn itself
+    // does no more than before).
+    uint64_t now_us() const { return microseconds(now_); }
     void refresh_now();
 
   private:
@@ -82,6 +86,7 @@ class EventLoop {
     std::map<TimerHandle, std::function<void()>> timers_;
     uint64_t next_timer_sequence_ = 1;
     uint64_t now_ms_ = 0;
+    timespec now_{};
     std::atomic<bool> stop_{false};
 };
 

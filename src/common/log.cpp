@@ -12,7 +12,11 @@
 namespace nscache {
 namespace {
 
-std::atomic<bool> verbose{false};
+std::atomic<int> threshold{static_cast<int>(LogLevel::Info)};
+
+bool dropped(LogLevel level) {
+    return static_cast<int>(level) > threshold.load(std::memory_order_relaxed);
+}
 
 bool to_journald() {
     static const bool journald = std::getenv("JOURNAL_STREAM") != nullptr;
@@ -71,11 +75,15 @@ bool LogLimiter::allow(uint64_t now_ms, uint64_t& held_back) {
 }
 
 void set_log_verbose(bool on) {
-    verbose.store(on, std::memory_order_relaxed);
+    set_log_threshold(on ? LogLevel::Debug : LogLevel::Info);
+}
+
+void set_log_threshold(LogLevel level) {
+    threshold.store(static_cast<int>(level), std::memory_order_relaxed);
 }
 
 void log_message(LogLevel level, const char* format, ...) {
-    if (level == LogLevel::Debug && !verbose.load(std::memory_order_relaxed)) return;
+    if (dropped(level)) return;
     va_list args;
     va_start(args, format);
     write_line(level, 0, format, args);
@@ -83,7 +91,7 @@ void log_message(LogLevel level, const char* format, ...) {
 }
 
 void log_message_limited(LogLimiter& limiter, LogLevel level, const char* format, ...) {
-    if (level == LogLevel::Debug && !verbose.load(std::memory_order_relaxed)) return;
+    if (dropped(level)) return;
     uint64_t held_back = 0;
     if (!limiter.allow(monotonic_ms(), held_back)) return;
     va_list args;

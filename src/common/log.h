@@ -12,6 +12,8 @@ namespace nscache {
 enum class LogLevel { Error = 3, Warning = 4, Info = 6, Debug = 7 };
 
 void set_log_verbose(bool verbose);
+// Lines above `level` (less severe) are dropped; Info by default, Debug with --verbose.
+void set_log_threshold(LogLevel level);
 
 void log_message(LogLevel level, const char* format, ...) __attribute__((format(printf, 2, 3)));
 

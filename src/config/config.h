@@ -15,6 +15,24 @@ namespace nscache {
 
 enum class RateLimitAction { Drop, Truncate };
 
+// One [[forward]] table: queries for names at or under `domains` go to `upstreams` (split
+// DNS). The longest matching domain wins; "." is the default set.
+struct ForwardZone {
+    std::vector<std::string> domains;  // lower-case text with a trailing dot: "corp.example."
+    std::vector<SocketAddress> upstreams;
+    bool cache = true;  // no-cache = true: answers for these names are never kept
+    size_t line = 0;    // where the table starts in the config file, for messages
+};
+
+// One entry of `local-records`: "NAME TYPE VALUE", answered by nscache itself.
+struct LocalRecord {
+    std::string name;   // lower-case text with a trailing dot
+    uint16_t type = 0;  // A, AAAA, CNAME, PTR or TXT
+    std::string value;  // the address, target name (trailing dot), or the TXT text
+};
+
+enum class LogThreshold { Error, Warning, Info, Debug };
+
 // More upstreams than this are a configuration error (the health bookkeeping is sized for it).
 inline constexpr size_t kMaxUpstreams = 64;
 
@@ -25,6 +43,7 @@ struct RedisEndpoint {
     std::string unix_path;
 
     std::string to_string() const { return unix_path.empty() ? address.to_string() : unix_path; }
+    bool operator==(const RedisEndpoint&) const = default;
 };
 
 // "127.0.0.1:6379", "[::1]:6379", "127.0.0.1" (port 6379) or "/run/redis/redis.sock".
@@ -44,12 +63,30 @@ struct SharedCacheConfig {
     bool write = true;             // false: read the tier, never write to it
 
     bool enabled() const { return redis.has_value() || !redis_cluster.empty(); }
+    bool operator==(const SharedCacheConfig&) const = default;
 };
 
 struct Config {
     std::vector<SocketAddress> listen;     // empty: 127.0.0.1:53 and [::1]:53
-    std::vector<SocketAddress> upstreams;  // empty: from /etc/resolv.conf
-    unsigned threads = 0;                  // 0: one per online CPU
+    std::vector<SocketAddress> upstreams;  // empty: from resolv-file, else /etc/resolv.conf
+    std::vector<ForwardZone> forwards;     // [[forward]] tables, in file order
+    // Where upstreams come from when none is given (dnsmasq's resolv-file): empty means
+    // /etc/resolv.conf. Watched: a changed file switches upstreams within a second.
+    std::string resolv_file;
+    bool flush_on_upstream_change = false;
+    // RFC 6303 private reverse zones and RFC 6761 "local." and "invalid." are answered
+    // NXDOMAIN here instead of leaking upstream; true forwards them ("localhost." is always
+    // answered here).
+    bool forward_private_zones = false;
+    // CHAOS-class version.bind/version.server and id.server/hostname.bind: answered with
+    // these strings, or REFUSED when empty. Never forwarded.
+    std::string chaos_version;
+    std::string chaos_id;
+    std::vector<LocalRecord> local_records;
+    uint32_t local_ttl_s = 300;             // TTL of local records and /etc/hosts names
+    std::string hosts_file = "/etc/hosts";  // its names answered over DNS; "" = off
+    LogThreshold log_level = LogThreshold::Info;
+    unsigned threads = 0;  // 0: one per online CPU
     size_t cache_size = size_t{64} << 20;
     std::vector<Cidr> allow;  // empty: loopback only
 
@@ -101,6 +138,10 @@ struct Config {
     // Set by resolve_defaults when `listen` was not given: a default address the machine
     // lacks (no IPv6) is then skipped with a warning instead of stopping the daemon.
     bool listen_is_default = false;
+    // Set by resolve_defaults when the default upstreams came from resolv_conf_path (which
+    // the daemon then watches).
+    bool upstreams_from_resolv_conf = false;
+    std::string resolv_conf_path;
 };
 
 // An error at the configuration edge: a message ready for the user ("FILE:LINE: ...").
@@ -117,6 +158,19 @@ std::optional<ConfigError> load_config_text(std::string_view text, const std::st
 // The defaults that depend on the machine: listen addresses, upstreams from resolv.conf
 // (minus our own listen addresses), thread count. Call after file and flags are applied.
 std::optional<ConfigError> resolve_defaults(Config& config, const std::string& resolv_conf_path);
+
+// The `nameserver` lines of a resolv.conf-format file, minus addresses nscache listens on
+// itself; nullopt with `error` set when it cannot be read or names none.
+std::optional<std::vector<SocketAddress>> read_resolv_nameservers(
+    const std::string& path, const std::vector<SocketAddress>& listen, std::string& error);
+
+// "www.Example.com" or "www.example.com." -> "www.example.com."; nullopt unless every label
+// is 1 to 63 bytes of letters, digits, '-', '_' (and the whole at most 253 bytes). "." is
+// the root.
+std::optional<std::string> normalize_domain(std::string_view text);
+
+// "printer.lan A 192.168.1.9", "alias.lan CNAME printer.lan", "info.lan TXT some text".
+std::optional<LocalRecord> parse_local_record(std::string_view text, std::string& error);
 
 // "65536", "64K", "64M", "1G" -> bytes.
 std::optional<size_t> parse_size(std::string_view text);

@@ -214,6 +214,40 @@ const std::map<std::string, Setter, std::less<>>& setters() {
          }},
         {"metrics-allow", cidr_list(&Config::metrics_allow)},
         {"user", string_field(&Config::user)},
+        {"resolv-file", string_field(&Config::resolv_file)},
+        {"flush-on-upstream-change", bool_field(&Config::flush_on_upstream_change)},
+        {"forward-private-zones", bool_field(&Config::forward_private_zones)},
+        {"chaos-version", string_field(&Config::chaos_version)},
+        {"chaos-id", string_field(&Config::chaos_id)},
+        {"hosts-file", string_field(&Config::hosts_file)},
+        {"local-ttl", duration_s(&Config::local_ttl_s)},
+        {"local-records",
+         [](const toml::node& n, Config& c) {
+             c.local_records.clear();
+             return each_string(n, [&](const std::string& text) -> std::optional<std::string> {
+                 std::string error;
+                 auto record = parse_local_record(text, error);
+                 if (!record) return "'" + text + "': " + error;
+                 c.local_records.push_back(*record);
+                 return std::nullopt;
+             });
+         }},
+        {"log-level",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             auto text = n.value<std::string>();
+             static const std::pair<const char*, LogThreshold> kLevels[] = {
+                 {"error", LogThreshold::Error},
+                 {"warning", LogThreshold::Warning},
+                 {"info", LogThreshold::Info},
+                 {"debug", LogThreshold::Debug}};
+             for (const auto& [name, level] : kLevels) {
+                 if (text && *text == name) {
+                     c.log_level = level;
+                     return std::nullopt;
+                 }
+             }
+             return "expected \"error\", \"warning\", \"info\" or \"debug\"";
+         }},
         {"serve-stale", bool_field(&Config::serve_stale)},
         {"stale-ttl", duration_s(&Config::stale_ttl_s)},
         {"stale-answer-timeout", duration_ms(&Config::stale_answer_timeout_ms, 60'000)},
@@ -344,11 +378,82 @@ std::optional<ConfigError> apply_shared_cache(const std::string& path, const tom
 
 namespace {
 
+// [[forward]]: an array of tables, each with domains, upstreams and no-cache. Messages point
+// at the line of the table (or key) at fault.
+std::optional<ConfigError> apply_forwards(const std::string& path, const toml::node& node,
+                                          Config& config) {
+    const toml::array* tables = node.as_array();
+    if (tables == nullptr) {
+        return ConfigError{where(path, node.source()) + "forward: expected [[forward]] tables"};
+    }
+    config.forwards.clear();
+    for (const toml::node& item : *tables) {
+        const toml::table* t = item.as_table();
+        if (t == nullptr) {
+            return ConfigError{where(path, item.source()) + "forward: expected a table"};
+        }
+        ForwardZone zone;
+        zone.line = item.source().begin.line;
+        for (const auto& [key, value] : *t) {
+            const std::string k(key.str());
+            std::optional<std::string> err;
+            if (k == "domains") {
+                err =
+                    each_string(value, [&](const std::string& text) -> std::optional<std::string> {
+                        auto domain = normalize_domain(text);
+                        if (!domain) return "bad domain '" + text + "'";
+                        zone.domains.push_back(*domain);
+                        return std::nullopt;
+                    });
+            } else if (k == "upstreams") {
+                err =
+                    each_string(value, [&](const std::string& text) -> std::optional<std::string> {
+                        auto address = parse_socket_address(text, 53);
+                        if (!address) return "bad address '" + text + "' (expected ADDR[:PORT])";
+                        zone.upstreams.push_back(*address);
+                        return std::nullopt;
+                    });
+                if (!err && zone.upstreams.size() > kMaxUpstreams) {
+                    err = "at most " + std::to_string(kMaxUpstreams) + " upstreams";
+                }
+            } else if (k == "no-cache") {
+                bool no_cache = false;
+                err = bool_of(value, no_cache);
+                zone.cache = !no_cache;
+            } else {
+                return ConfigError{where(path, key.source()) + "forward: unknown key '" + k + "'"};
+            }
+            if (err) return ConfigError{where(path, value.source()) + "forward." + k + ": " + *err};
+        }
+        if (zone.domains.empty() || zone.upstreams.empty()) {
+            return ConfigError{where(path, item.source()) +
+                               "forward: needs domains = [...] and upstreams = [...]"};
+        }
+        for (const ForwardZone& other : config.forwards) {
+            for (const std::string& d : zone.domains) {
+                for (const std::string& e : other.domains) {
+                    if (d == e) {
+                        return ConfigError{where(path, item.source()) + "forward: domain " + d +
+                                           " is already in the [[forward]] at line " +
+                                           std::to_string(other.line)};
+                    }
+                }
+            }
+        }
+        config.forwards.push_back(std::move(zone));
+    }
+    return std::nullopt;
+}
+
 std::optional<ConfigError> apply_table(const std::string& path, const toml::table& root,
                                        Config& config) {
     for (const auto& [key, node] : root) {
         if (key.str() == "shared-cache") {
             if (auto err = apply_shared_cache(path, node, config)) return err;
+            continue;
+        }
+        if (key.str() == "forward") {
+            if (auto err = apply_forwards(path, node, config)) return err;
             continue;
         }
         const auto& table = setters();

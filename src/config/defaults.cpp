@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -49,13 +50,34 @@ std::optional<ConfigError> resolve_defaults(Config& config, const std::string& r
         return ConfigError{"min-ttl (" + std::to_string(config.min_ttl) + ") is above max-ttl (" +
                            std::to_string(config.max_ttl) + ")"};
     }
-    if (!config.upstreams.empty()) return std::nullopt;
-
-    std::ifstream resolv(resolv_conf_path);
-    if (!resolv) {
-        return ConfigError{"no upstream given and " + resolv_conf_path +
-                           " cannot be read; set upstream = [...] or --upstream"};
+    const bool default_rule =
+        std::any_of(config.forwards.begin(), config.forwards.end(), [](const auto& f) {
+            return std::find(f.domains.begin(), f.domains.end(), ".") != f.domains.end();
+        });
+    if (default_rule && !config.upstreams.empty()) {
+        return ConfigError{
+            "both `upstream` and a [[forward]] for \".\" name the default upstreams"};
     }
+    if (!config.upstreams.empty() || default_rule) return std::nullopt;
+
+    const std::string& path = config.resolv_file.empty() ? resolv_conf_path : config.resolv_file;
+    std::string error;
+    auto found = read_resolv_nameservers(path, config.listen, error);
+    if (!found) return ConfigError{error + "; set upstream = [...] or --upstream"};
+    config.upstreams = std::move(*found);
+    config.upstreams_from_resolv_conf = true;
+    config.resolv_conf_path = path;
+    return std::nullopt;
+}
+
+std::optional<std::vector<SocketAddress>> read_resolv_nameservers(
+    const std::string& path, const std::vector<SocketAddress>& listen, std::string& error) {
+    std::ifstream resolv(path);
+    if (!resolv) {
+        error = "no upstream given and " + path + " cannot be read";
+        return std::nullopt;
+    }
+    std::vector<SocketAddress> upstreams;
     std::string line;
     while (std::getline(resolv, line)) {
         std::istringstream words(line);
@@ -65,16 +87,15 @@ std::optional<ConfigError> resolve_defaults(Config& config, const std::string& r
             address.resize(scope);  // link-local scope ids are not supported
         }
         auto parsed = parse_socket_address(address, 53);
-        if (!parsed || is_own_address(*parsed, config.listen)) continue;
-        if (config.upstreams.size() == kMaxUpstreams) break;  // glibc itself reads only 3
-        config.upstreams.push_back(*parsed);
+        if (!parsed || is_own_address(*parsed, listen)) continue;
+        if (upstreams.size() == kMaxUpstreams) break;  // glibc itself reads only 3
+        upstreams.push_back(*parsed);
     }
-    if (config.upstreams.empty()) {
-        return ConfigError{
-            "no upstream servers: " + resolv_conf_path +
-            " names none besides nscache itself; set upstream = [...] or --upstream"};
+    if (upstreams.empty()) {
+        error = "no upstream servers: " + path + " names none besides nscache itself";
+        return std::nullopt;
     }
-    return std::nullopt;
+    return upstreams;
 }
 
 }  // namespace nscache

@@ -86,8 +86,54 @@ void ControlServer::start() {
     thread_ = std::thread([this] {
         control_listener_->start();
         if (metrics_listener_) metrics_listener_->start();
-        loop_.run(nullptr);
+        loop_.run([this] { adopt_live_options(); });
     });
+}
+
+void ControlServer::post_live_options(ControlLiveOptions options) {
+    {
+        MutexLock lock(live_mu_);
+        live_pending_ = std::move(options);
+    }
+    loop_.wake();
+}
+
+void ControlServer::adopt_live_options() {
+    std::optional<ControlLiveOptions> next;
+    {
+        MutexLock lock(live_mu_);
+        next.swap(live_pending_);
+    }
+    if (!next) return;
+    options_.metrics_allow = std::move(next->metrics_allow);
+    options_.state_dir = std::move(next->state_dir);
+    options_.ttl_policy = next->ttl_policy;
+    const bool same = next->metrics_listen.has_value() == options_.metrics_listen.has_value() &&
+                      (!next->metrics_listen || *next->metrics_listen == *options_.metrics_listen);
+    if (same) return;
+    metrics_listener_.reset();
+    if (metrics_fd_ >= 0) close(metrics_fd_);
+    metrics_fd_ = -1;
+    options_.metrics_listen = next->metrics_listen;
+    if (options_.metrics_listen) {
+        open_metrics(*options_.metrics_listen);
+    } else {
+        log_info("metrics endpoint closed");
+    }
+}
+
+void ControlServer::open_metrics(const SocketAddress& address) {
+    std::string error;
+    metrics_fd_ = bind_metrics_socket(address, error);
+    if (metrics_fd_ < 0) {
+        log_error("metrics-listen %s: %s", address.to_string().c_str(), error.c_str());
+        return;
+    }
+    metrics_listener_ = std::make_unique<Listener>(
+        loop_, metrics_fd_, "metrics",
+        [this](int fd, const sockaddr_storage& peer, socklen_t) { accept_metrics(fd, peer); });
+    metrics_listener_->start();
+    log_info("metrics on http://%s/metrics", address.to_string().c_str());
 }
 
 void ControlServer::stop() {
@@ -182,9 +228,15 @@ std::string ControlServer::execute(const std::string& request) {
         }
         // After the cache: nothing published from the flushed entries may survive.
         if (options_.after_flush) options_.after_flush();
+        log_info("control: flushed %zu entries (%s)", removed,
+                 argument.empty() ? "all" : argument.c_str());
         return "ok\nflushed " + std::to_string(removed) + " entries\n";
     }
     if (command == "dump" || command == "load") return file_command(command, argument);
+    if (command == "reload") {
+        if (!options_.reload) return "error: reload is not available\n";
+        return options_.reload();
+    }
     return "error: unknown command '" + command + "'\n";
 }
 
@@ -197,7 +249,13 @@ std::string ControlServer::file_command(const std::string& command, const std::s
         command == "dump"
             ? dump_cache(cache_, *path, monotonic_ms(), wall_ms())
             : load_cache(cache_, *path, options_.ttl_policy, monotonic_ms(), wall_ms());
-    if (!r.ok) return "error: " + r.error + "\n";
+    if (!r.ok) {
+        log_warning("control: %s %s failed: %s", command.c_str(), path->c_str(), r.error.c_str());
+        return "error: " + r.error + "\n";
+    }
+    log_info("control: %s %llu entries %s %s", command == "dump" ? "dumped" : "loaded",
+             static_cast<unsigned long long>(r.entries), command == "dump" ? "to" : "from",
+             path->c_str());
     return "ok\n" + std::string(command == "dump" ? "dumped " : "loaded ") +
            std::to_string(r.entries) + " entries " + (command == "dump" ? "to " : "from ") + *path +
            "\n";

@@ -22,6 +22,7 @@
 #include "cache/answer.h"
 #include "cache/cache.h"
 #include "common/event_loop.h"
+#include "common/mutex.h"
 #include "common/slot_table.h"
 #include "config/address.h"
 #include "control/control_connection.h"
@@ -40,10 +41,21 @@ struct ControlOptions {
     cache::TtlPolicy ttl_policy;                 // applied again to loaded entries
     // Runs on every flush (the NSS shared map forgets what it published).
     std::function<void()> after_flush;
+    // `reload`: re-reads the configuration (on the main thread) and returns the reply text
+    // ("ok\n..." or "error: FILE:LINE: ...\n"). Null: the command is refused.
+    std::function<std::string()> reload;
     // From accept to the last byte of the answer; a slower client is closed.
     uint32_t client_deadline_ms = 5000;
     // Clients served at once per socket; more are turned away.
     size_t max_clients = 16;
+};
+
+// What a reload may change in the control server.
+struct ControlLiveOptions {
+    std::optional<SocketAddress> metrics_listen;
+    std::vector<Cidr> metrics_allow;
+    std::string state_dir;
+    cache::TtlPolicy ttl_policy;
 };
 
 class ControlServer final : private ConnectionOwner {
@@ -63,6 +75,10 @@ class ControlServer final : private ConnectionOwner {
     // The command interpreter, also used by tests: a request line in, the answer out.
     std::string execute(const std::string& request);
 
+    // Any thread: applied on the control thread at its next wake-up (a changed metrics-listen
+    // is bound anew there; a port below 1024 fails once privileges are dropped, and says so).
+    void post_live_options(ControlLiveOptions options);
+
   private:
     std::string answer(ConnectionKind kind, const std::string& request) override;
     void closed(uint64_t id) override;
@@ -71,6 +87,11 @@ class ControlServer final : private ConnectionOwner {
     void adopt(ConnectionKind kind, int fd);
     std::string file_command(const std::string& command, const std::string& name);
     std::string metrics_answer(const std::string& head);
+    void adopt_live_options();
+    void open_metrics(const SocketAddress& address);
+
+    Mutex live_mu_;
+    std::optional<ControlLiveOptions> live_pending_ NSCACHE_GUARDED_BY(live_mu_);
 
     ControlOptions options_;
     cache::Cache& cache_;

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "control/stats_fields.h"
+
 namespace nscache::control {
 namespace {
 
@@ -11,20 +13,10 @@ std::string number(double v) {
     return buf;
 }
 
-// The cache's counters, after the workers' in every format.
-struct CacheField {
-    const char* name;
-    const char* help;
-    uint64_t cache::CacheCounters::*field;
-};
-constexpr CacheField kCacheFields[] = {
-    {"cache_entries", "entries held now", &cache::CacheCounters::entries},
-    {"cache_bytes", "bytes the cache accounts for now", &cache::CacheCounters::bytes},
-    {"cache_budget_bytes", "the cache's byte budget", &cache::CacheCounters::budget},
-    {"evictions", "entries removed to stay within the budget", &cache::CacheCounters::evictions},
-    {"expirations", "expired entries reclaimed", &cache::CacheCounters::expirations},
-    {"cache_inserts", "answers stored", &cache::CacheCounters::inserts},
-};
+std::string milliseconds(uint64_t us) {
+    if (us == UINT64_MAX) return "inf";
+    return number(static_cast<double>(us) / 1000.0);
+}
 
 const char* state_name(SharedTierState state) {
     switch (state) {
@@ -43,13 +35,68 @@ const char* state_name(SharedTierState state) {
 std::string json_escape(const std::string& s) {
     std::string out;
     for (char c : s) {
-        if (c == '"' || c == '\\') out += '\\';
-        out += c;
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+            out += buf;
+        } else {
+            out += c;
+        }
     }
     return out;
 }
 
+double mean_ms(const LatencySnapshot& l) {
+    const uint64_t n = l.count();
+    return n == 0 ? 0.0 : static_cast<double>(l.sum_us) / 1000.0 / static_cast<double>(n);
+}
+
+std::string latency_text(const LatencySnapshot& l) {
+    return "count=" + std::to_string(l.count()) + " mean_ms=" + number(mean_ms(l)) +
+           " p50_ms=" + milliseconds(l.quantile_bound_us(0.5)) +
+           " p99_ms=" + milliseconds(l.quantile_bound_us(0.99));
+}
+
+std::string latency_json(const LatencySnapshot& l) {
+    std::string buckets = "[";
+    for (uint64_t b : l.buckets) {
+        if (buckets.size() > 1) buckets += ", ";
+        buckets += std::to_string(b);
+    }
+    return "{\"count\": " + std::to_string(l.count()) +
+           ", \"sum_us\": " + std::to_string(l.sum_us) + ", \"buckets\": " + buckets + "]}";
+}
+
 }  // namespace
+
+std::function<std::vector<UpstreamGroupSource>()> single_upstream_group(
+    const upstream::UpstreamSet& set) {
+    // Not owned: the caller keeps the set alive (the daemon's, for its whole run).
+    std::shared_ptr<const upstream::UpstreamSet> view(&set, [](const upstream::UpstreamSet*) {});
+    return [view] { return std::vector<UpstreamGroupSource>{{".", view}}; };
+}
+
+UpstreamGroupStats collect_group(const std::string& name, const upstream::UpstreamSet& set) {
+    UpstreamGroupStats g;
+    g.name = name;
+    g.questions = set.counters().questions.load(std::memory_order_relaxed);
+    g.failures = set.counters().failures.load(std::memory_order_relaxed);
+    for (size_t i = 0; i < set.size(); ++i) {
+        const upstream::UpstreamServer& u = set.at(i);
+        UpstreamStats s;
+        s.address = u.address.to_string();
+#define NSCACHE_UPSTREAM_READ(name, help) s.name = u.name.load(std::memory_order_relaxed);
+        NSCACHE_UPSTREAM_COUNTERS(NSCACHE_UPSTREAM_READ)
+#undef NSCACHE_UPSTREAM_READ
+        s.srtt_ms = u.srtt_us.load(std::memory_order_relaxed) / 1000.0;
+        s.up = !u.down.load(std::memory_order_relaxed);
+        g.servers.push_back(std::move(s));
+    }
+    return g;
+}
 
 StatsSnapshot collect_stats(const StatsSources& sources, uint64_t now_ms) {
     StatsSnapshot s;
@@ -57,25 +104,21 @@ StatsSnapshot collect_stats(const StatsSources& sources, uint64_t now_ms) {
 #define NSCACHE_SUM_FIELD(name, help) s.name += w.name.load(std::memory_order_relaxed);
         NSCACHE_WORKER_COUNTERS(NSCACHE_SUM_FIELD)
 #undef NSCACHE_SUM_FIELD
-        for (size_t i = 0; i < kSharedLatencyBuckets; ++i) {
-            s.shared_latency_buckets[i] +=
-                w.shared_latency_buckets[i].load(std::memory_order_relaxed);
-        }
+        for (size_t i = 0; i < kAnswerSources; ++i) s.latency[i].add(w.latency[i]);
+        s.shared_latency.add(w.shared_latency);
     }
+    // A hit is answered in the loop turn that read it: on the loop's clock, zero. The hit path
+    // writes no bucket for it; its counter is the bucket.
+    s.latency[static_cast<size_t>(AnswerSource::cache)].buckets[0] += s.cache_hits;
     if (sources.cache != nullptr) s.cache = sources.cache->counters();
     if (sources.shared_tier != nullptr) s.shared_state = sources.shared_tier->state();
     const uint64_t lookups = s.cache_hits + s.cache_misses;
     s.hit_ratio =
         lookups == 0 ? 0.0 : static_cast<double>(s.cache_hits) / static_cast<double>(lookups);
     s.uptime_s = (now_ms - sources.started_ms) / 1000;
-    if (sources.upstreams != nullptr) {
-        for (size_t i = 0; i < sources.upstreams->size(); ++i) {
-            const auto& u = sources.upstreams->at(i);
-            s.upstreams.push_back(UpstreamStats{u.address.to_string(),
-                                                u.srtt_us.load(std::memory_order_relaxed) / 1000.0,
-                                                u.queries.load(std::memory_order_relaxed),
-                                                u.timeouts.load(std::memory_order_relaxed),
-                                                !u.down.load(std::memory_order_relaxed)});
+    if (sources.upstream_groups) {
+        for (const UpstreamGroupSource& g : sources.upstream_groups()) {
+            if (g.servers) s.upstream_groups.push_back(collect_group(g.name, *g.servers));
         }
     }
     return s;
@@ -93,10 +136,22 @@ std::string format_text(const StatsSnapshot& s) {
     line("hit_ratio", number(s.hit_ratio));
     for (const auto& f : kCacheFields) line(f.name, std::to_string(s.cache.*f.field));
     line("uptime_seconds", std::to_string(s.uptime_s));
-    for (const auto& u : s.upstreams) {
-        line("upstream " + u.address,
-             "srtt_ms=" + number(u.srtt_ms) + " queries=" + std::to_string(u.queries) +
-                 " timeouts=" + std::to_string(u.timeouts) + (u.up ? " up" : " down"));
+    for (size_t i = 0; i < kAnswerSources; ++i) {
+        line(std::string("latency_") + kAnswerSourceNames[i], latency_text(s.latency[i]));
+    }
+    line("shared_lookup_latency", latency_text(s.shared_latency));
+    for (const auto& g : s.upstream_groups) {
+        line("forward " + g.name, "questions=" + std::to_string(g.questions) +
+                                      " failures=" + std::to_string(g.failures));
+    }
+    for (const auto& g : s.upstream_groups) {
+        for (const auto& u : g.servers) {
+            std::string value = "forward=" + g.name + " srtt_ms=" + number(u.srtt_ms);
+#define NSCACHE_UPSTREAM_TEXT(name, help) value += " " #name "=" + std::to_string(u.name);
+            NSCACHE_UPSTREAM_COUNTERS(NSCACHE_UPSTREAM_TEXT)
+#undef NSCACHE_UPSTREAM_TEXT
+            line("upstream " + u.address, value + (u.up ? " up" : " down"));
+        }
     }
     return out;
 }
@@ -114,70 +169,41 @@ std::string format_json(const StatsSnapshot& s) {
     field("hit_ratio", number(s.hit_ratio));
     for (const auto& f : kCacheFields) field(f.name, std::to_string(s.cache.*f.field));
     field("uptime_seconds", std::to_string(s.uptime_s));
-    std::string list = "[";
-    for (const auto& u : s.upstreams) {
-        if (list.size() > 1) list += ", ";
-        list += "{\"address\": \"" + json_escape(u.address) +
-                "\", \"srtt_ms\": " + number(u.srtt_ms) +
-                ", \"queries\": " + std::to_string(u.queries) +
-                ", \"timeouts\": " + std::to_string(u.timeouts) +
-                ", \"up\": " + (u.up ? "true" : "false") + "}";
-    }
-    field("upstreams", list + "]");
-    return out + "}\n";
-}
 
-std::string format_prometheus(const StatsSnapshot& s) {
-    std::string out;
-    auto metric = [&](const std::string& name, const char* help, const char* type,
-                      const std::string& value) {
-        out += "# HELP nscache_" + name + " " + help + "\n";
-        out += "# TYPE nscache_" + name + " " + type + "\n";
-        out += "nscache_" + name + " " + value + "\n";
-    };
-#define NSCACHE_PROM_FIELD(name, help) \
-    metric(#name "_total", help, "counter", std::to_string(s.name));
-    NSCACHE_WORKER_COUNTERS(NSCACHE_PROM_FIELD)
-#undef NSCACHE_PROM_FIELD
-    for (const auto& f : kCacheFields) {
-        const bool gauge = f.field == &cache::CacheCounters::entries ||
-                           f.field == &cache::CacheCounters::bytes ||
-                           f.field == &cache::CacheCounters::budget;
-        metric(gauge ? f.name : std::string(f.name) + "_total", f.help, gauge ? "gauge" : "counter",
-               std::to_string(s.cache.*f.field));
+    std::string bounds = "[";
+    for (uint64_t b : kLatencyBoundsUs) {
+        if (bounds.size() > 1) bounds += ", ";
+        bounds += std::to_string(b);
     }
-    metric("uptime_seconds", "seconds since start", "gauge", std::to_string(s.uptime_s));
-    metric("shared_cache_state", "shared tier: 0 off, 1 up, 2 degraded (some nodes down), 3 down",
-           "gauge", std::to_string(static_cast<int>(s.shared_state)));
-    out += "# HELP nscache_shared_lookup_seconds shared-tier lookups that got a reply, by wait\n";
-    out += "# TYPE nscache_shared_lookup_seconds histogram\n";
-    uint64_t cumulative = 0;
-    for (size_t i = 0; i < kSharedLatencyBuckets; ++i) {
-        cumulative += s.shared_latency_buckets[i];
-        char le[32] = "+Inf";
-        if (i < std::size(kSharedLatencyBoundsUs)) {
-            std::snprintf(le, sizeof le, "%g",
-                          static_cast<double>(kSharedLatencyBoundsUs[i]) / 1e6);
+    field("latency_bucket_bounds_us", bounds + "]");
+    std::string latency = "{";
+    for (size_t i = 0; i < kAnswerSources; ++i) {
+        if (latency.size() > 1) latency += ", ";
+        latency += std::string("\"") + kAnswerSourceNames[i] + "\": " + latency_json(s.latency[i]);
+    }
+    field("answer_latency", latency + "}");
+    field("shared_lookup_latency", latency_json(s.shared_latency));
+
+    std::string forwards = "[";
+    std::string upstreams = "[";
+    for (const auto& g : s.upstream_groups) {
+        if (forwards.size() > 1) forwards += ", ";
+        forwards += "{\"name\": \"" + json_escape(g.name) +
+                    "\", \"questions\": " + std::to_string(g.questions) +
+                    ", \"failures\": " + std::to_string(g.failures) + "}";
+        for (const auto& u : g.servers) {
+            if (upstreams.size() > 1) upstreams += ", ";
+            upstreams += "{\"address\": \"" + json_escape(u.address) + "\", \"forward\": \"" +
+                         json_escape(g.name) + "\", \"srtt_ms\": " + number(u.srtt_ms);
+#define NSCACHE_UPSTREAM_JSON(name, help) upstreams += ", \"" #name "\": " + std::to_string(u.name);
+            NSCACHE_UPSTREAM_COUNTERS(NSCACHE_UPSTREAM_JSON)
+#undef NSCACHE_UPSTREAM_JSON
+            upstreams += std::string(", \"up\": ") + (u.up ? "true" : "false") + "}";
         }
-        out += std::string("nscache_shared_lookup_seconds_bucket{le=\"") + le + "\"} " +
-               std::to_string(cumulative) + "\n";
     }
-    char sum[32];
-    std::snprintf(sum, sizeof sum, "%.6f", static_cast<double>(s.shared_latency_us) / 1e6);
-    out += std::string("nscache_shared_lookup_seconds_sum ") + sum + "\n";
-    out += "nscache_shared_lookup_seconds_count " + std::to_string(cumulative) + "\n";
-    out += "# HELP nscache_upstream_srtt_seconds smoothed round-trip time per upstream\n";
-    out += "# TYPE nscache_upstream_srtt_seconds gauge\n";
-    for (const auto& u : s.upstreams) {
-        out += "nscache_upstream_srtt_seconds{upstream=\"" + u.address + "\"} " +
-               number(u.srtt_ms / 1000.0) + "\n";
-    }
-    out += "# HELP nscache_upstream_up whether the upstream is considered healthy\n";
-    out += "# TYPE nscache_upstream_up gauge\n";
-    for (const auto& u : s.upstreams) {
-        out += "nscache_upstream_up{upstream=\"" + u.address + "\"} " + (u.up ? "1" : "0") + "\n";
-    }
-    return out;
+    field("forwards", forwards + "]");
+    field("upstreams", upstreams + "]");
+    return out + "}\n";
 }
 
 }  // namespace nscache::control

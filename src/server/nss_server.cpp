@@ -207,12 +207,13 @@ class NssServer::Acceptor final : public EventHandler {
 };
 
 NssServer::NssServer(ServerShared& shared, WorkerCounters& counters, uint32_t worker_index,
-                     NssOptions options)
+                     NssOptions options, SettingsPtr settings)
     : shared_(shared),
       counters_(counters),
       options_(std::move(options)),
       queue_(loop_),
-      resolver_(worker_index, loop_, shared.resolver, *this, counters),
+      settings_(std::move(settings)),
+      resolver_(worker_index, loop_, shared.resolver, *this, counters, settings_->routing),
       connections_(kMaxConnections),
       requests_(kMaxRequests),
       scratch_(kMaxAnswer) {}
@@ -261,7 +262,20 @@ std::optional<std::string> NssServer::open() {
 void NssServer::start() {
     acceptor_ = std::make_unique<Acceptor>(*this);
     loop_.add(listen_fd_, EPOLLIN, acceptor_.get(), listener_);
-    thread_ = std::thread([this] { loop_.run([this] { queue_.drain(*this); }); });
+    resolver_.apply(settings_->routing, settings_->resolver);
+    thread_ = std::thread([this] {
+        loop_.run([this] {
+            adopt_posted_settings();
+            queue_.drain(*this);
+        });
+    });
+}
+
+void NssServer::adopt_posted_settings() {
+    if (SettingsPtr next = mailbox_.take()) {
+        resolver_.apply(next->routing, next->resolver);
+        settings_ = std::move(next);
+    }
 }
 
 void NssServer::stop() {

@@ -17,6 +17,7 @@
 #include "server/hosts_map.h"
 #include "server/nss_answer.h"
 #include "server/server_shared.h"
+#include "server/settings_mailbox.h"
 #include "upstream/completion.h"
 #include "upstream/resolver.h"
 
@@ -32,7 +33,7 @@ class NssServer final : public upstream::CompletionSink {
   public:
     // `worker_index` is this thread's index among those the resolver can deliver to.
     NssServer(ServerShared& shared, WorkerCounters& counters, uint32_t worker_index,
-              NssOptions options);
+              NssOptions options, SettingsPtr settings);
     ~NssServer();
 
     // Binds the socket and creates the map (a sealed memfd handed out over the socket); an
@@ -43,6 +44,11 @@ class NssServer final : public upstream::CompletionSink {
     void stop();
     // Any thread: after a cache flush, nothing published before it may be served.
     void invalidate_map() { map_.invalidate_all(); }
+    // Any thread: the NSS thread switches to `settings` (its routing) at its next wake-up.
+    void post_settings(SettingsPtr settings) {
+        mailbox_.post(std::move(settings));
+        loop_.wake();
+    }
 
     void deliver(uint64_t cookie, const upstream::ResolveOutcome& outcome) override;
 
@@ -52,6 +58,8 @@ class NssServer final : public upstream::CompletionSink {
     void release(NssConnection* connection);
 
   private:
+    void adopt_posted_settings();
+
     struct Part {
         uint16_t qtype = 0;
         bool done = false;
@@ -91,6 +99,8 @@ class NssServer final : public upstream::CompletionSink {
     NssOptions options_;
     EventLoop loop_;
     upstream::CompletionQueue queue_;
+    SettingsPtr settings_;
+    SettingsMailbox mailbox_;
     upstream::Resolver resolver_;
     HostsMap map_;
     int listen_fd_ = -1;

@@ -30,6 +30,7 @@ struct PendingClient {
     uint16_t question_len = 0;
     upstream::Question upstream_question;
     EventLoop::TimerHandle stale_timer = EventLoop::kNoTimer;
+    uint64_t arrived_us = 0;  // the loop's time when the query was read, for its latency
 
     // A view of the client's query, pointing into this slot.
     dns::Query query() const {

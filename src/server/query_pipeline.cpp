@@ -44,9 +44,10 @@ bool usable_answer(const cache::PreparedAnswer& a) {
 }  // namespace
 
 QueryPipeline::QueryPipeline(ServerShared& shared, EventLoop& loop, upstream::Forwarder& forwarder,
-                             WorkerCounters& counters, ReplySender& sender)
+                             WorkerCounters& counters, ReplySender& sender,
+                             const Settings& settings)
     : shared_(shared),
-      config_(shared.config),
+      settings_(&settings),
       loop_(loop),
       forwarder_(forwarder),
       counters_(counters),
@@ -55,10 +56,10 @@ QueryPipeline::QueryPipeline(ServerShared& shared, EventLoop& loop, upstream::Fo
 
 cache::RenderLimits QueryPipeline::limits_for(Transport transport, const dns::Query& q) const {
     cache::RenderLimits limits;
-    limits.server_udp_size = config_.edns_buffer_size;
+    limits.server_udp_size = settings_->config.edns_buffer_size;
     limits.max_size = transport == Transport::Tcp
                           ? kTcpMaxAnswer
-                          : cache::udp_answer_limit(q, config_.edns_buffer_size);
+                          : cache::udp_answer_limit(q, settings_->config.edns_buffer_size);
     return limits;
 }
 
@@ -80,7 +81,7 @@ size_t QueryPipeline::error_answer(const dns::ParsedQuery& parsed, uint16_t rcod
         default:
             break;
     }
-    return dns::write_error_answer(parsed, rcode, config_.edns_buffer_size, out, ede);
+    return dns::write_error_answer(parsed, rcode, settings_->config.edns_buffer_size, out, ede);
 }
 
 HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
@@ -94,25 +95,25 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
     if (parsed.verdict == QueryVerdict::Ignore) return {};
 
     const uint64_t now = loop_.now_ms();
-    if (origin.transport == Transport::Udp && shared_.rate_limiter && !is_loopback(origin.peer) &&
-        !shared_.rate_limiter->allow(origin.peer, now)) {
+    if (origin.transport == Transport::Udp && settings_->rate_limiter &&
+        !is_loopback(origin.peer) && !settings_->rate_limiter->allow(origin.peer, now)) {
         bump(counters_.rate_limited);
-        if (config_.rate_limit_action == RateLimitAction::Drop) return {};
+        if (settings_->config.rate_limit_action == RateLimitAction::Drop) return {};
         // An empty answer with TC=1 sends a real client to TCP, which a spoofer cannot follow.
         dns::peek_query_edns(msg, parsed);
-        const size_t length =
-            dns::write_error_answer(parsed, rc(Rcode::NoError), config_.edns_buffer_size, out);
+        const size_t length = dns::write_error_answer(parsed, rc(Rcode::NoError),
+                                                      settings_->config.edns_buffer_size, out);
         out[2] |= static_cast<uint8_t>(dns::flag::TC >> 8);
         bump(counters_.answers_truncated);
         return {length};
     }
-    if (!shared_.access.allows(origin.peer)) {
+    if (!settings_->access.allows(origin.peer)) {
         dns::peek_query_edns(msg, parsed);
         size_t length = error_answer(parsed, rc(Rcode::Refused), out, dns::ede::Prohibited);
         // Never more bytes than the sender sent: the EDE goes only where it fits.
         if (length > msg.size()) {
-            length =
-                dns::write_error_answer(parsed, rc(Rcode::Refused), config_.edns_buffer_size, out);
+            length = dns::write_error_answer(parsed, rc(Rcode::Refused),
+                                             settings_->config.edns_buffer_size, out);
         }
         return {length};
     }
@@ -133,7 +134,7 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
 
     const dns::Query& q = parsed.query;
     if (q.qtype == dns::rtype::ANY) {
-        return {dns::write_any_answer(q, config_.edns_buffer_size, out)};
+        return {dns::write_any_answer(q, settings_->config.edns_buffer_size, out)};
     }
     const upstream::Question question = question_of(q);
     const cache::CacheKey key = question.cache_key();
@@ -142,7 +143,7 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
     if (hit.freshness == Freshness::Fresh) {
         bump(counters_.cache_hits);
         if (hit.truncated) bump(counters_.answers_truncated);
-        if (hit.prefetch && config_.prefetch) {
+        if (hit.prefetch && settings_->config.prefetch) {
             bump(counters_.prefetches);
             forwarder_.refresh(question);
         }
@@ -150,14 +151,16 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
     }
     bump(counters_.cache_misses);
 
-    const bool stale_available = hit.freshness == Freshness::Stale && config_.serve_stale;
-    if (stale_available && (config_.serve_expired || forwarder_.all_upstreams_down())) {
+    const bool stale_available = hit.freshness == Freshness::Stale && settings_->config.serve_stale;
+    if (stale_available &&
+        (settings_->config.serve_expired || forwarder_.all_upstreams_down(question))) {
         // RFC 8767 §5: with every upstream down, answer from stale data at once. With
         // serve-expired (opt-in, as unbound's option of that name) always: the client never
         // waits for a refresh, which goes on in the background.
         const cache::LookupResult stale = shared_.cache.lookup(key, q, now, limits, out, true);
         if (stale.length > 0) {
             bump(counters_.stale_served);
+            counters_.latency[static_cast<size_t>(AnswerSource::stale)].record(0);
             forwarder_.refresh(question);
             return {stale.length};
         }
@@ -171,6 +174,7 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
             const cache::LookupResult stale = shared_.cache.lookup(key, q, now, limits, out, true);
             if (stale.length > 0) {
                 bump(counters_.stale_served);
+                counters_.latency[static_cast<size_t>(AnswerSource::stale)].record(0);
                 return {stale.length};
             }
         }
@@ -193,8 +197,9 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
     std::memcpy(client->question, q.question.data(), q.question.size());
     client->question_len = static_cast<uint16_t>(q.question.size());
     client->upstream_question = question;
+    client->arrived_us = loop_.now_us();
     if (stale_available) {
-        client->stale_timer = loop_.add_timer(now + config_.stale_answer_timeout_ms,
+        client->stale_timer = loop_.add_timer(now + settings_->config.stale_answer_timeout_ms,
                                               [this, cookie] { on_stale_timer(cookie); });
     }
     if (!forwarder_.resolve(question, cookie)) {
@@ -220,6 +225,7 @@ void QueryPipeline::on_stale_timer(uint64_t cookie) {
     const size_t length = render_stale(*client);
     if (length == 0) return;  // nothing stale any more: wait for the upstream
     bump(counters_.stale_served);
+    record_latency(AnswerSource::stale, *client);
     sender_.send_reply(*client, std::span<const uint8_t>(scratch_.data(), length));
     // The upstream query goes on and refreshes the cache; this client needs nothing more.
     forwarder_.leave(client->upstream_question, cookie);
@@ -233,15 +239,17 @@ void QueryPipeline::deliver(uint64_t cookie, const upstream::ResolveOutcome& out
     const dns::Query q = client->query();
     const auto& answer = outcome.answer;
     size_t length = 0;
+    AnswerSource source = AnswerSource::upstream;
     if (answer && usable_answer(*answer)) {
         bool truncated = false;
         length = cache::render_answer(answer->view(), q, 0, false, limits_for(client->transport, q),
                                       scratch_, &truncated);
         if (truncated) bump(counters_.answers_truncated);
     } else {
-        if (config_.serve_stale) length = render_stale(*client);
+        if (settings_->config.serve_stale) length = render_stale(*client);
         if (length > 0) {
             bump(counters_.stale_served);
+            source = AnswerSource::stale;
         } else if (answer) {
             bool truncated = false;
             length = cache::render_answer(answer->view(), q, 0, false,
@@ -252,8 +260,15 @@ void QueryPipeline::deliver(uint64_t cookie, const upstream::ResolveOutcome& out
                                   static_cast<uint16_t>(outcome.reason));
         }
     }
+    record_latency(source, *client);
     sender_.send_reply(*client, std::span<const uint8_t>(scratch_.data(), length));
     pending_.remove(cookie);
+}
+
+void QueryPipeline::record_latency(AnswerSource source, const PendingClient& client) {
+    const uint64_t now = loop_.now_us();
+    counters_.latency[static_cast<size_t>(source)].record(
+        now > client.arrived_us ? now - client.arrived_us : 0);
 }
 
 }  // namespace nscache::server

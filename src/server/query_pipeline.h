@@ -13,6 +13,7 @@
 #include "common/event_loop.h"
 #include "server/pending_clients.h"
 #include "server/server_shared.h"
+#include "server/settings.h"
 #include "upstream/completion.h"
 #include "upstream/forwarder.h"
 
@@ -43,7 +44,10 @@ struct HandleResult {
 class QueryPipeline final : public upstream::CompletionSink {
   public:
     QueryPipeline(ServerShared& shared, EventLoop& loop, upstream::Forwarder& forwarder,
-                  WorkerCounters& counters, ReplySender& sender);
+                  WorkerCounters& counters, ReplySender& sender, const Settings& settings);
+
+    // Later queries use `settings` (which the caller keeps alive); the owning thread only.
+    void apply(const Settings& settings) { settings_ = &settings; }
 
     // `out` must hold the transport's maximum answer (UDP: the configured EDNS size, at least
     // 512; TCP: 65535).
@@ -58,9 +62,11 @@ class QueryPipeline final : public upstream::CompletionSink {
     void on_stale_timer(uint64_t cookie);
     // Renders a stale entry for a waiting client into scratch_; 0 when there is none.
     size_t render_stale(const PendingClient& client);
+    // The time from reading `client`'s query to now, in the histogram of `source`.
+    void record_latency(AnswerSource source, const PendingClient& client);
 
     ServerShared& shared_;
-    const Config& config_;
+    const Settings* settings_;
     EventLoop& loop_;
     upstream::Forwarder& forwarder_;
     WorkerCounters& counters_;

@@ -1,6 +1,6 @@
-// What every worker of the server shares: settings, the cache, the forwarding state and the
-// access list. Built once at start; the workers only read it (the cache and the resolver state
-// do their own locking).
+// What every worker of the server shares: the start-up config, the cache, the forwarding
+// state, TCP counts. Built once at start; the workers only read it (the cache and the
+// resolver state do their own locking). What a reload changes is in Settings (settings.h).
 #pragma once
 
 #include <atomic>
@@ -17,11 +17,9 @@
 namespace nscache::server {
 
 struct ServerShared {
-    const Config& config;
+    const Config& config;  // as at start: what a reload cannot change (buffer sizes, sockets)
     cache::Cache& cache;
     upstream::ResolverShared& resolver;
-    AccessList access;
-    std::unique_ptr<RateLimiter> rate_limiter;  // null: no rate limit
     TcpShared tcp;
 };
 

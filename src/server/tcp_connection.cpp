@@ -48,7 +48,7 @@ bool TcpConnection::register_with_loop() {
 
 void TcpConnection::reschedule() {
     if (closed_) return;
-    const TcpLimits& limits = shared_.limits;
+    const TcpLimits& limits = owner_.limits();
     const uint64_t now = loop_.now_ms();
     uint64_t at = UINT64_MAX;
     if (partial_since_ms_ != 0) at = std::min(at, partial_since_ms_ + limits.read_timeout_ms);
@@ -71,7 +71,7 @@ void TcpConnection::reschedule() {
 }
 
 void TcpConnection::on_timer() {
-    const TcpLimits& limits = shared_.limits;
+    const TcpLimits& limits = owner_.limits();
     const uint64_t now = loop_.now_ms();
     const bool query_too_slow =
         partial_since_ms_ != 0 && now >= partial_since_ms_ + limits.read_timeout_ms;
@@ -92,7 +92,7 @@ void TcpConnection::on_event(uint32_t events) {
         close_connection();
         return;
     }
-    if (events & EPOLLOUT) flush();
+    if (events & EPOLLOUT) write_and_resume();
     if (!closed_ && (events & EPOLLIN)) read_queries();
     if (!closed_) update_interest();
 }
@@ -114,7 +114,23 @@ void TcpConnection::read_queries() {
         process_buffer();
         if (pending_ >= kMaxPendingPerConnection || unsent() > kReadPauseBytes) break;
     }
-    if (!closed_) flush();
+    if (!closed_) write_and_resume();
+}
+
+void TcpConnection::write_and_resume() {
+    // Answers drained: complete queries held back for them go on now (RFC 7766 §6.2.1.1 lets
+    // a server pause a connection's queries, not drop them). Bounded: each round handles at
+    // least one query of what was already read.
+    for (int round = 0; round < 64 && !closed_; ++round) {
+        flush();
+        if (closed_ || in_length_ < 2 || unsent() > kReadPauseBytes ||
+            pending_ >= kMaxPendingPerConnection) {
+            return;
+        }
+        const size_t before = in_length_;
+        process_buffer();
+        if (in_length_ == before) return;  // nothing complete to handle
+    }
 }
 
 void TcpConnection::process_buffer() {
@@ -187,12 +203,7 @@ void TcpConnection::send_answer(std::span<const uint8_t> answer) {
     if (pending_ > 0) --pending_;
     if (!queue(answer)) return;
     if (processing_) return;  // the running process_buffer() writes it when it is done
-    flush();
-    if (closed_) return;
-    // Answers freed room: handle queries that were held back.
-    if (in_length_ >= 2) process_buffer();
-    if (closed_) return;
-    flush();
+    write_and_resume();       // a pending slot freed: held-back queries may go on
     if (!closed_) update_interest();
 }
 
@@ -215,7 +226,9 @@ void TcpConnection::flush() {
         out_.clear();
         out_offset_ = 0;
         write_blocked_since_ = 0;
-    } else if (written > 0 || write_blocked_since_ == 0) {
+    } else if (write_blocked_since_ == 0) {
+        // From the moment answers start to wait, the client has one idle period to take them
+        // all: reading a few bytes now and then does not hold the daemon's memory for longer.
         write_blocked_since_ = loop_.now_ms();
     }
     reschedule();
@@ -254,13 +267,12 @@ TcpConnections::TcpConnections(EventLoop& loop, QueryPipeline& pipeline, TcpShar
 
 bool TcpConnections::adopt(int fd, const sockaddr_storage& peer, socklen_t peer_len) {
     const auto* peer_sa = reinterpret_cast<const sockaddr*>(&peer);
-    if (shared_.connections.fetch_add(1, std::memory_order_relaxed) >=
-        shared_.limits.max_connections) {
+    if (shared_.connections.fetch_add(1, std::memory_order_relaxed) >= limits_.max_connections) {
         shared_.connections.fetch_sub(1, std::memory_order_relaxed);
         close(fd);
         return false;
     }
-    if (!shared_.per_client.acquire(peer_sa, shared_.limits.max_per_client)) {
+    if (!shared_.per_client.acquire(peer_sa, limits_.max_per_client)) {
         shared_.connections.fetch_sub(1, std::memory_order_relaxed);
         close(fd);
         return false;

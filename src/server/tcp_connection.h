@@ -32,8 +32,10 @@ class TcpConnection final : public EventHandler {
     static constexpr size_t kMaxQueryLength = 4096;
     // Unsent answer bytes above which the connection is not read until it drains...
     static constexpr size_t kReadPauseBytes = 64 << 10;
-    // ...and above which the client, which is not reading, is disconnected.
-    static constexpr size_t kMaxUnsentBytes = 1 << 20;
+    // ...and above which the client, which is not reading, is disconnected (64 pending answers
+    // of 4 KB fit; one address's connections together hold at most max-tcp-per-client times
+    // this, a quarter of the process-wide bound with the defaults).
+    static constexpr size_t kMaxUnsentBytes = 256 << 10;
     // Unsent bytes of all connections together (process-wide).
     static constexpr size_t kMaxQueuedBytesTotal = 64 << 20;
     static constexpr uint32_t kMaxPendingPerConnection = 64;
@@ -55,6 +57,8 @@ class TcpConnection final : public EventHandler {
     // False (and the connection closed) when the answer would overflow a bound.
     bool queue(std::span<const uint8_t> answer);
     void flush();
+    // flush(), then handle complete queries that waited for answers to drain.
+    void write_and_resume();
     void update_interest();
     size_t unsent() const { return out_.size() - out_offset_; }
     // One timer per connection, at the earliest of its deadlines.
@@ -101,12 +105,16 @@ class TcpConnections {
     void release(uint64_t id);
     void close_all();
     TcpShared& shared() { return shared_; }
+    // This worker's limits (from its settings: a reload changes them).
+    const TcpLimits& limits() const { return limits_; }
+    void set_limits(const TcpLimits& limits) { limits_ = limits; }
     size_t size() const { return connections_.size(); }
 
   private:
     EventLoop& loop_;
     QueryPipeline& pipeline_;
     TcpShared& shared_;
+    TcpLimits limits_;
     SlotTable<std::unique_ptr<TcpConnection>> connections_;
     std::vector<std::unique_ptr<TcpConnection>> graveyard_;
 };

@@ -19,7 +19,6 @@ struct TcpLimits {
 
 // What all workers' TCP connections share: the counts behind the caps and the bytes queued.
 struct TcpShared {
-    TcpLimits limits;
     std::atomic<uint32_t> connections{0};
     std::atomic<size_t> queued_bytes{0};
     ClientCounts per_client;

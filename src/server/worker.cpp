@@ -15,9 +15,13 @@ namespace nscache::server {
 // closed at once, before they cost a connection slot or a byte of buffer.
 class TcpAcceptor final : public EventHandler {
   public:
-    TcpAcceptor(int fd, EventLoop& loop, const AccessList& access, TcpConnections& connections,
+    TcpAcceptor(int fd, EventLoop& loop, const SettingsPtr& settings, TcpConnections& connections,
                 WorkerCounters& counters)
-        : fd_(fd), loop_(loop), access_(access), connections_(connections), counters_(counters) {
+        : fd_(fd),
+          loop_(loop),
+          settings_(settings),
+          connections_(connections),
+          counters_(counters) {
         spare_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
     }
     ~TcpAcceptor() {
@@ -39,7 +43,7 @@ class TcpAcceptor final : public EventHandler {
                 if (errno == EMFILE || errno == ENFILE) out_of_descriptors();
                 return;
             }
-            if (!access_.allows(reinterpret_cast<const sockaddr*>(&peer))) {
+            if (!settings_->access.allows(reinterpret_cast<const sockaddr*>(&peer))) {
                 close(fd);
                 bump(counters_.tcp_rejected);
                 continue;
@@ -80,7 +84,7 @@ class TcpAcceptor final : public EventHandler {
     static constexpr uint64_t kPauseMs = 100;
     const int fd_;
     EventLoop& loop_;
-    const AccessList& access_;
+    const SettingsPtr& settings_;  // the worker's current settings
     TcpConnections& connections_;
     WorkerCounters& counters_;
     int spare_ = -1;
@@ -89,20 +93,23 @@ class TcpAcceptor final : public EventHandler {
 };
 
 Worker::Worker(uint32_t index, ServerShared& shared, WorkerCounters& counters,
-               const std::vector<int>& udp_fds, const std::vector<int>& tcp_fds)
-    : counters_(counters),
+               const std::vector<int>& udp_fds, const std::vector<int>& tcp_fds,
+               SettingsPtr settings)
+    : settings_(std::move(settings)),
+      counters_(counters),
       queue_(loop_),
-      resolver_(index, loop_, shared.resolver, pipeline_, counters),
-      pipeline_(shared, loop_, resolver_, counters, *this),
+      resolver_(index, loop_, shared.resolver, pipeline_, counters, settings_->routing),
+      pipeline_(shared, loop_, resolver_, counters, *this, *settings_),
       tcp_(loop_, pipeline_, shared.tcp) {
+    resolver_.apply(settings_->routing, settings_->resolver);
+    tcp_.set_limits(settings_->tcp);
     const size_t max_answer = std::max<size_t>(shared.config.edns_buffer_size, dns::kMinUdpPayload);
     for (size_t i = 0; i < udp_fds.size(); ++i) {
         udp_.push_back(std::make_unique<UdpSocket>(udp_fds[i], static_cast<uint16_t>(i), pipeline_,
                                                    max_answer));
     }
     for (int fd : tcp_fds) {
-        acceptors_.push_back(
-            std::make_unique<TcpAcceptor>(fd, loop_, shared.access, tcp_, counters_));
+        acceptors_.push_back(std::make_unique<TcpAcceptor>(fd, loop_, settings_, tcp_, counters_));
     }
 }
 
@@ -117,8 +124,21 @@ void Worker::run() {
         EventLoop::Registration reg;
         if (loop_.add(acceptor->fd(), EPOLLIN, acceptor.get(), reg)) acceptor->registered(reg);
     }
-    loop_.run([this] { queue_.drain(pipeline_); });
+    loop_.run([this] {
+        adopt_posted_settings();
+        queue_.drain(pipeline_);
+    });
     tcp_.close_all();
+}
+
+void Worker::adopt_posted_settings() {
+    SettingsPtr next = mailbox_.take();
+    if (!next) return;
+    // Everything that points into the old settings switches before they are released.
+    pipeline_.apply(*next);
+    resolver_.apply(next->routing, next->resolver);
+    tcp_.set_limits(next->tcp);
+    settings_ = std::move(next);
 }
 
 void Worker::send_reply(const PendingClient& client, std::span<const uint8_t> reply) {

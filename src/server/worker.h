@@ -11,6 +11,7 @@
 #include "common/event_loop.h"
 #include "server/query_pipeline.h"
 #include "server/server_shared.h"
+#include "server/settings_mailbox.h"
 #include "server/tcp_connection.h"
 #include "server/udp_socket.h"
 #include "upstream/completion.h"
@@ -24,7 +25,7 @@ class Worker final : public ReplySender {
   public:
     // Takes ownership of the sockets.
     Worker(uint32_t index, ServerShared& shared, WorkerCounters& counters,
-           const std::vector<int>& udp_fds, const std::vector<int>& tcp_fds);
+           const std::vector<int>& udp_fds, const std::vector<int>& tcp_fds, SettingsPtr settings);
     ~Worker();
 
     upstream::CompletionQueue& completion_queue() { return queue_; }
@@ -32,10 +33,19 @@ class Worker final : public ReplySender {
     // The thread body: returns after request_stop().
     void run();
     void request_stop() { loop_.request_stop(); }
+    // Any thread: the worker switches to `settings` at its next wake-up.
+    void post_settings(SettingsPtr settings) {
+        mailbox_.post(std::move(settings));
+        loop_.wake();
+    }
 
     void send_reply(const PendingClient& client, std::span<const uint8_t> reply) override;
 
   private:
+    void adopt_posted_settings();
+
+    SettingsPtr settings_;  // what this worker uses now; the pipeline points into it
+    SettingsMailbox mailbox_;
     EventLoop loop_;
     WorkerCounters& counters_;
     upstream::CompletionQueue queue_;

@@ -306,14 +306,7 @@ void SharedTier::on_get_reply(RequestId id, Request& r, const redisReply* reply)
         }
     }
 
-    const uint64_t waited_us = monotonic_us() - r.sent_us;
-    bump(counters_.shared_latency_us, waited_us);
-    size_t bucket = 0;
-    while (bucket < std::size(kSharedLatencyBoundsUs) &&
-           waited_us > kSharedLatencyBoundsUs[bucket]) {
-        ++bucket;
-    }
-    bump(counters_.shared_latency_buckets[bucket]);
+    counters_.shared_latency.record(monotonic_us() - r.sent_us);
 
     if (reply->type == REDIS_REPLY_ERROR) {
         if (text_of(*reply).starts_with("WRONGTYPE")) {

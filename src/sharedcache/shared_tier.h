@@ -48,6 +48,8 @@ class LookupSink {
 
 class SharedTier final : public RedisConnection::Listener {
   public:
+    // `config` and `ttl` are read for the tier's whole life (`ttl` may change in between, on
+    // this thread: a reload).
     SharedTier(EventLoop& loop, const SharedCacheConfig& config, const cache::TtlPolicy& ttl,
                TierHealth& health, WorkerCounters& counters, LookupSink& sink);
     ~SharedTier();
@@ -128,7 +130,7 @@ class SharedTier final : public RedisConnection::Listener {
 
     EventLoop& loop_;
     const SharedCacheConfig& config_;
-    const cache::TtlPolicy ttl_;
+    const cache::TtlPolicy& ttl_;  // the Resolver's, which a reload updates
     TierHealth& health_;
     WorkerCounters& counters_;
     LookupSink& sink_;

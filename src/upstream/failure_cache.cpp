@@ -8,7 +8,10 @@
 namespace nscache::upstream {
 
 FailureCache::FailureCache(FailurePolicy policy, size_t slots)
-    : policy_(policy), seed_(secure_random_u64()), slots_(std::max(slots, kShards)) {
+    : initial_ms_(policy.initial_ms),
+      max_ms_(policy.max_ms),
+      seed_(secure_random_u64()),
+      slots_(std::max(slots, kShards)) {
     for (Shard& shard : shards_) {
         MutexLock lock(shard.mu);
         shard.slots.resize((slots_ + kShards - 1) / kShards);
@@ -29,8 +32,10 @@ uint32_t FailureCache::record(std::string_view key, FailureReason reason, uint64
     // came back soon after, and it failed again).
     const bool consecutive =
         s.key_hash == h && s.backoff_ms != 0 && now_ms <= s.until_ms + s.backoff_ms;
-    const uint64_t doubled = consecutive ? uint64_t{s.backoff_ms} * 2 : policy_.initial_ms;
-    s.backoff_ms = static_cast<uint32_t>(std::min<uint64_t>(doubled, policy_.max_ms));
+    const uint32_t initial = initial_ms_.load(std::memory_order_relaxed);
+    const uint32_t max = max_ms_.load(std::memory_order_relaxed);
+    const uint64_t doubled = consecutive ? uint64_t{s.backoff_ms} * 2 : initial;
+    s.backoff_ms = static_cast<uint32_t>(std::min<uint64_t>(doubled, max));
     s.key_hash = h;
     s.until_ms = now_ms + s.backoff_ms;
     s.reason = reason;

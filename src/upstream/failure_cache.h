@@ -10,6 +10,7 @@
 // slot update.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -41,6 +42,11 @@ class FailureCache {
     // An answer came: the next failure starts the backoff afresh.
     void clear(std::string_view key);
     void clear_all();
+    // A reload's new times; records made before keep theirs.
+    void set_policy(FailurePolicy policy) {
+        initial_ms_.store(policy.initial_ms, std::memory_order_relaxed);
+        max_ms_.store(policy.max_ms, std::memory_order_relaxed);
+    }
 
   private:
     struct Slot {
@@ -57,7 +63,8 @@ class FailureCache {
 
     uint64_t hash(std::string_view key) const;
 
-    const FailurePolicy policy_;
+    std::atomic<uint32_t> initial_ms_;
+    std::atomic<uint32_t> max_ms_;
     const uint64_t seed_;
     const size_t slots_;
     Shard shards_[kShards];

@@ -22,7 +22,9 @@ class Forwarder {
     // Refreshes the cache entry for `question` in the background (prefetch, stale refresh).
     virtual void refresh(const Question& question) = 0;
     virtual void leave(const Question& question, uint64_t cookie) = 0;
-    virtual bool all_upstreams_down() const = 0;
+    // Whether every upstream `question` would go to is marked down (serve-stale answers at
+    // once then).
+    virtual bool all_upstreams_down(const Question& question) const = 0;
     // True when `question` failed recently (RFC 9520 §3.2: no upstream is asked again for it
     // yet); `reason` says why.
     virtual bool failing(const Question& question, FailureReason* reason) = 0;

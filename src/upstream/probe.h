@@ -17,6 +17,10 @@ class UpstreamProbe final : public EventHandler {
 
     // Sends a probe unless one is outstanding; an unanswered one is dropped after a second.
     void send();
+    // send(), if the upstream is marked down.
+    void send_if_down() {
+        if (upstreams_.at(index_).down.load(std::memory_order_relaxed)) send();
+    }
     void on_event(uint32_t events) override;
 
   private:

@@ -1,5 +1,8 @@
 #include "upstream/resolver.h"
 
+#include <algorithm>
+
+#include "upstream/local_answer.h"
 #include "upstream/probe.h"
 #include "upstream/upstream_query.h"
 
@@ -11,21 +14,66 @@ constexpr uint64_t kProbeIntervalMs = 1000;
 }  // namespace
 
 Resolver::Resolver(uint32_t worker, EventLoop& loop, ResolverShared& shared, CompletionSink& sink,
-                   WorkerCounters& counters)
-    : worker_(worker), loop_(loop), shared_(shared), sink_(sink), counters_(counters) {
+                   WorkerCounters& counters, std::shared_ptr<const Routing> routing)
+    : worker_(worker),
+      loop_(loop),
+      shared_(shared),
+      sink_(sink),
+      counters_(counters),
+      routing_(std::move(routing)),
+      options_(shared.options) {
+    // [shared-cache] is read at start only (a reload keeps it): the tier's settings live in
+    // the shared options, which outlive every Resolver.
     if (shared_.options.shared_cache.enabled()) {
         tier_ = std::make_unique<sharedcache::SharedTier>(loop_, shared_.options.shared_cache,
-                                                          shared_.options.ttl, shared_.tier_health,
+                                                          options_.ttl, shared_.tier_health,
                                                           counters_, *this);
     }
     // One worker probes upstreams marked down, so each gets one probe a second, not N.
     if (worker_ == 0) {
-        for (size_t i = 0; i < shared_.upstreams.size(); ++i) {
-            probes_.push_back(std::make_unique<UpstreamProbe>(loop_, shared_.upstreams, i,
-                                                              shared_.options.edns_buffer_size));
-        }
+        rebuild_probes();
         schedule_probes();
     }
+}
+
+void Resolver::apply(std::shared_ptr<const Routing> routing, const ResolverOptions& options) {
+    routing_ = std::move(routing);
+    options_ = options;
+    if (worker_ == 0) rebuild_probes();
+}
+
+// One probe per distinct server, however many rules name it.
+void Resolver::rebuild_probes() {
+    probes_.clear();
+    std::vector<const UpstreamServer*> seen;
+    for (const ForwardRule& rule : routing_->rules()) {
+        for (size_t i = 0; i < rule.upstreams->size(); ++i) {
+            const UpstreamServer* server = &rule.upstreams->at(i);
+            if (std::find(seen.begin(), seen.end(), server) != seen.end()) continue;
+            seen.push_back(server);
+            probes_.push_back(std::make_unique<UpstreamProbe>(loop_, *rule.upstreams, i,
+                                                              options_.edns_buffer_size));
+        }
+    }
+}
+
+bool Resolver::all_upstreams_down(const Question& question) const {
+    const Route route = routing_->route(question.name.view());
+    return route.kind == RouteKind::Forward && route.rule->upstreams->all_down();
+}
+
+bool Resolver::answer_locally(const Question& question, uint64_t cookie) {
+    cache::PreparedAnswer answer;
+    if (question.qclass == kClassChaos) {
+        answer = chaos_answer(question, options_.chaos_version, options_.chaos_id);
+    } else {
+        const Route route = routing_->route(question.name.view());
+        if (route.kind == RouteKind::Forward) return false;
+        answer = local_answer(*routing_, route, question, options_.local_ttl_s);
+    }
+    shared_.queues[worker_]->push(
+        cookie, ResolveOutcome{std::make_shared<const cache::PreparedAnswer>(std::move(answer))});
+    return true;
 }
 
 Resolver::~Resolver() {
@@ -36,14 +84,13 @@ Resolver::~Resolver() {
 void Resolver::schedule_probes() {
     probe_timer_ = loop_.add_timer(loop_.now_ms() + kProbeIntervalMs, [this] {
         probe_timer_ = EventLoop::kNoTimer;
-        for (size_t i = 0; i < probes_.size(); ++i) {
-            if (shared_.upstreams.at(i).down.load(std::memory_order_relaxed)) probes_[i]->send();
-        }
+        for (auto& probe : probes_) probe->send_if_down();
         schedule_probes();
     });
 }
 
 bool Resolver::resolve(const Question& question, uint64_t cookie) {
+    if (answer_locally(question, cookie)) return true;
     std::string key = question.key();
     const Waiter waiter{worker_, cookie};
     switch (shared_.inflight.join(key, &waiter)) {
@@ -52,18 +99,25 @@ bool Resolver::resolve(const Question& question, uint64_t cookie) {
         case JoinResult::Joined:
             bump(counters_.coalesced);
             return true;
-        case JoinResult::Leader:
-            if (ask_shared(question, key, false) || start(question, key)) return true;
+        case JoinResult::Leader: {
+            const ForwardRule& rule = *routing_->route(question.name.view()).rule;
+            if ((rule.cache && ask_shared(question, key, false)) || start(question, key, rule)) {
+                return true;
+            }
             fail_waiters(key, &waiter);
             return false;
+        }
     }
     return false;
 }
 
 void Resolver::refresh(const Question& question) {
     std::string key = question.key();
+    const Route route = routing_->route(question.name.view());
+    if (route.kind != RouteKind::Forward || question.qclass == kClassChaos) return;
     if (shared_.inflight.join(key, nullptr) == JoinResult::Leader &&
-        !ask_shared(question, key, true) && !start(question, key)) {
+        !(route.rule->cache && ask_shared(question, key, true)) &&
+        !start(question, key, *route.rule)) {
         fail_waiters(key, nullptr);
     }
 }
@@ -76,13 +130,15 @@ void Resolver::leave(const Question& question, uint64_t cookie) {
     shared_.inflight.leave(question.key(), Waiter{worker_, cookie});
 }
 
-bool Resolver::start(const Question& question, std::string key) {
-    if (queries_.size() >= shared_.options.max_outstanding) {
+bool Resolver::start(const Question& question, std::string key, const ForwardRule& rule) {
+    if (queries_.size() >= options_.max_outstanding) {
         bump(counters_.overload_servfail);
         return false;
     }
-    auto query = std::make_unique<UpstreamQuery>(*this, loop_, shared_, shared_.upstreams,
-                                                 counters_, question, std::move(key));
+    auto query = std::make_unique<UpstreamQuery>(*this, loop_, shared_, *rule.upstreams, counters_,
+                                                 question, std::move(key));
+    // The query keeps the routing its set belongs to alive across a reload.
+    query->keep_alive(routing_, rule.cache);
     UpstreamQuery* raw = query.get();
     queries_.emplace(raw, std::move(query));
     raw->start();  // never finishes synchronously: failures wait for a timer
@@ -117,8 +173,12 @@ void Resolver::shared_lookup_done(uint64_t token,
     const std::string key = std::move(lookup->key);
     shared_lookups_.remove(token);
     if (!answer) {
-        // Not in the tier, or the tier failed: the question goes upstream as it would have.
-        if (!start(question, key)) fail_waiters(key, nullptr);
+        // Not in the tier, or the tier failed: the question goes upstream as it would have,
+        // by the routing in force now (a reload may have come in between).
+        const Route route = routing_->route(question.name.view());
+        if (route.kind != RouteKind::Forward || !start(question, key, *route.rule)) {
+            fail_waiters(key, nullptr);
+        }
         return;
     }
     // Another host's answer, checked and counted down by the tier: cached and delivered like
@@ -131,9 +191,9 @@ void Resolver::shared_lookup_done(uint64_t token,
 void Resolver::finished(UpstreamQuery* query, std::shared_ptr<const cache::PreparedAnswer> answer) {
     // Into the cache before the waiters are taken: a query arriving in between finds the
     // cache entry, one arriving before joined the waiters. None goes upstream again.
-    if (answer && answer->ttl > 0) {
+    if (answer && answer->ttl > 0 && query->cacheable()) {
         shared_.cache.insert(query->question().cache_key(), *answer, loop_.now_ms());
-        // For the other hosts; SERVFAIL and uncacheable answers are never shared.
+        // For the other hosts; SERVFAIL and answers not to be cached are never shared.
         if (tier_) tier_->store(query->question().cache_key(), *answer);
     }
     const FailureReason reason = query->failure_reason();

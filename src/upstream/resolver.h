@@ -22,6 +22,7 @@
 #include "upstream/forwarder.h"
 #include "upstream/inflight.h"
 #include "upstream/question.h"
+#include "upstream/routing.h"
 #include "upstream/upstream_set.h"
 
 namespace nscache::upstream {
@@ -34,14 +35,19 @@ struct ResolverOptions {
     FailurePolicy failures;
     uint16_t edns_buffer_size = 1232;
     cache::TtlPolicy ttl;
-    // The second-level cache in Redis ([shared-cache]); off unless it names a server.
+    uint32_t local_ttl_s = 300;  // local names, localhost, NXDOMAIN zones kept local
+    std::string chaos_version;   // empty: CHAOS queries are REFUSED
+    std::string chaos_id;
+    // The second-level cache in Redis ([shared-cache]); off unless it names a server. Read
+    // from the options at start (ResolverShared's) only: a reload keeps it.
     SharedCacheConfig shared_cache;
 };
 
+// What the resolvers of all workers share. Settings that a reload changes (the routing and
+// ResolverOptions) are not here: each Resolver holds its own and swaps them on its thread.
 struct ResolverShared {
-    ResolverOptions options;
+    ResolverOptions options;  // the options at start (the failure cache's first policy)
     cache::Cache& cache;
-    UpstreamSet& upstreams;
     InflightTable inflight;
     std::vector<CompletionQueue*> queues;  // indexed by worker
     FailureCache failures{options.failures};
@@ -54,7 +60,7 @@ class UpstreamProbe;
 class Resolver final : public Forwarder, public sharedcache::LookupSink {
   public:
     Resolver(uint32_t worker, EventLoop& loop, ResolverShared& shared, CompletionSink& sink,
-             WorkerCounters& counters);
+             WorkerCounters& counters, std::shared_ptr<const Routing> routing);
     ~Resolver();
 
     // Forwarder. resolve() returns false when the question cannot be taken now: too many
@@ -62,8 +68,13 @@ class Resolver final : public Forwarder, public sharedcache::LookupSink {
     bool resolve(const Question& question, uint64_t cookie) override;
     void refresh(const Question& question) override;
     void leave(const Question& question, uint64_t cookie) override;
-    bool all_upstreams_down() const override { return shared_.upstreams.all_down(); }
+    bool all_upstreams_down(const Question& question) const override;
     bool failing(const Question& question, FailureReason* reason) override;
+
+    // New settings (a reload, a changed resolv.conf): later questions use them; queries in
+    // flight finish with what they started with. The owning thread only.
+    void apply(std::shared_ptr<const Routing> routing, const ResolverOptions& options);
+    const ResolverOptions& options() const { return options_; }
     size_t outstanding() const { return queries_.size(); }
 
     // Called by an UpstreamQuery when it is done; destroys it.
@@ -82,10 +93,14 @@ class Resolver final : public Forwarder, public sharedcache::LookupSink {
 
     // Asks the shared tier first (a local miss costs one Redis round trip before going
     // upstream, and saves the upstream query on a hit); false when there is no tier or it
-    // cannot be asked now.
+    // cannot be asked now. Only for questions whose forwarding rule caches.
     bool ask_shared(const Question& question, const std::string& key, bool refresh);
     // Sends the query upstream; false (nothing started) over max_outstanding.
-    bool start(const Question& question, std::string key);
+    bool start(const Question& question, std::string key, const ForwardRule& rule);
+    // A question nscache answers itself (local names, local zones, CHAOS): delivered through
+    // this worker's queue, never from inside resolve().
+    bool answer_locally(const Question& question, uint64_t cookie);
+    void rebuild_probes();
     // Ends a question that could not be started: every waiter other than `except` (which the
     // caller answers itself) gets a failure through its worker's queue, never synchronously.
     void fail_waiters(const std::string& key, const Waiter* except);
@@ -98,6 +113,8 @@ class Resolver final : public Forwarder, public sharedcache::LookupSink {
     ResolverShared& shared_;
     CompletionSink& sink_;
     WorkerCounters& counters_;
+    std::shared_ptr<const Routing> routing_;
+    ResolverOptions options_;
     std::unordered_map<UpstreamQuery*, std::unique_ptr<UpstreamQuery>> queries_;
     std::unique_ptr<sharedcache::SharedTier> tier_;  // null: no [shared-cache]
     SlotTable<SharedLookup> shared_lookups_;

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 
+#include "common/clock.h"
 #include "common/random.h"
 #include "dns/response.h"
 #include "upstream/resolver.h"
@@ -23,12 +23,6 @@ constexpr size_t kMaxOpenAttempts = 4;
 constexpr uint64_t kMaxAttemptWaitMs = 1500;
 // Datagrams read per readiness event before returning to the loop.
 constexpr int kMaxReadsPerEvent = 16;
-
-uint64_t monotonic_us() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
-}
 
 bool same_endpoint(const sockaddr_storage& from, socklen_t from_len, const SocketAddress& want) {
     return SocketAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&from), from_len) == want;
@@ -63,7 +57,8 @@ UpstreamQuery::~UpstreamQuery() {
 }
 
 void UpstreamQuery::start() {
-    deadline_ms_ = loop_.now_ms() + shared_.options.query_timeout_ms;
+    deadline_ms_ = loop_.now_ms() + owner_.options().query_timeout_ms;
+    upstreams_.counters().questions.fetch_add(1, std::memory_order_relaxed);
     next_attempt();
 }
 
@@ -165,7 +160,7 @@ std::unique_ptr<UpstreamQuery::UdpAttempt> UpstreamQuery::send_udp(int upstream)
     attempt->id = secure_random_u16();
     uint8_t wire[dns::kMaxUpstreamQuery];
     const size_t n = dns::write_upstream_query(question_.wire(), attempt->id,
-                                               shared_.options.edns_buffer_size, wire);
+                                               owner_.options().edns_buffer_size, wire);
     // An unconnected socket: the kernel binds it to a random ephemeral port on this first
     // send, and we see (and count) datagrams from any source instead of the kernel hiding them.
     const ssize_t sent =
@@ -259,7 +254,7 @@ void UpstreamQuery::on_tcp_event(uint32_t events) {
         tcp_id_ = secure_random_u16();
         uint8_t wire[2 + dns::kMaxUpstreamQuery];
         const size_t n =
-            dns::write_upstream_query(question_.wire(), tcp_id_, shared_.options.edns_buffer_size,
+            dns::write_upstream_query(question_.wire(), tcp_id_, owner_.options().edns_buffer_size,
                                       std::span<uint8_t>(wire + 2, sizeof wire - 2));
         dns::write_u16(wire, static_cast<uint16_t>(n));
         // A fresh connection's send buffer takes a few hundred bytes whole.
@@ -312,8 +307,11 @@ void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, uint64_t sent_at_us,
     // One exchange per connection: whatever this answer turns out to be, its socket is done.
     // (`msg` lives in tcp_buffer_, which close_tcp() keeps.)
     if (over_tcp) close_tcp();
+    UpstreamServer& from = upstreams_.at(server);
+    from.answers.fetch_add(1, std::memory_order_relaxed);
     if (!dns::scan_response(msg, tls_scan)) {
         bump(counters_.upstream_errors);
+        from.errors.fetch_add(1, std::memory_order_relaxed);
         next_attempt();
         return;
     }
@@ -325,9 +323,10 @@ void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, uint64_t sent_at_us,
         start_tcp(upstream);
         return;
     }
-    auto prepared = cache::prepare_answer(msg, tls_scan, shared_.options.ttl);
+    auto prepared = cache::prepare_answer(msg, tls_scan, owner_.options().ttl);
     if (!prepared) {
         bump(counters_.upstream_errors);
+        from.errors.fetch_add(1, std::memory_order_relaxed);
         next_attempt();
         return;
     }
@@ -338,6 +337,7 @@ void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, uint64_t sent_at_us,
     }
     // SERVFAIL, REFUSED, NOTIMP, FORMERR: maybe another upstream knows better.
     bump(counters_.upstream_errors);
+    from.errors.fetch_add(1, std::memory_order_relaxed);
     fallback_ = std::move(answer);
     fallback_upstream_ = upstream;
     next_attempt();
@@ -347,6 +347,9 @@ void UpstreamQuery::finish(std::shared_ptr<const cache::PreparedAnswer> answer, 
     loop_.cancel_timer(timer_);
     close_attempts(answered_by);
     close_tcp();
+    if (!answer || !is_final_rcode(answer->rcode)) {
+        upstreams_.counters().failures.fetch_add(1, std::memory_order_relaxed);
+    }
     owner_.finished(this, std::move(answer));  // destroys this
 }
 

@@ -42,6 +42,13 @@ class UpstreamQuery final : public EventHandler {
     void on_event(uint32_t events) override;
 
     const Question& question() const { return question_; }
+    // Holds what `upstreams` belongs to (a reload may retire it meanwhile), and whether the
+    // answer may be cached (a [[forward]] rule with no-cache says no).
+    void keep_alive(std::shared_ptr<const void> owner_of_set, bool cacheable) {
+        set_owner_ = std::move(owner_of_set);
+        cacheable_ = cacheable;
+    }
+    bool cacheable() const { return cacheable_; }
     // Why the query ended without an answer: timeouts, or only network errors.
     FailureReason failure_reason() const {
         return sent_any_ ? FailureReason::NoReachableAuthority : FailureReason::NetworkError;
@@ -93,6 +100,8 @@ class UpstreamQuery final : public EventHandler {
     uint8_t udp_sent_[64] = {};  // queries per upstream address, this client query
     uint8_t tcp_sent_[64] = {};
     bool sent_any_ = false;  // a query left for some upstream (not only failed sends)
+    std::shared_ptr<const void> set_owner_;
+    bool cacheable_ = true;
     uint64_t deadline_ms_ = 0;
     EventLoop::TimerHandle timer_ = EventLoop::kNoTimer;
 

@@ -14,7 +14,7 @@ constexpr uint32_t kMaxAttemptTimeoutMs = 1000;
 }  // namespace
 
 UpstreamSet::UpstreamSet(const std::vector<SocketAddress>& addresses) {
-    for (const auto& a : addresses) servers_.push_back(std::make_unique<UpstreamServer>(a));
+    for (const auto& a : addresses) servers_.push_back(std::make_shared<UpstreamServer>(a));
 }
 
 int UpstreamSet::choose(uint64_t tried, uint64_t now_ms) const {
@@ -58,7 +58,10 @@ void UpstreamSet::record_answer(size_t i, uint32_t rtt_us, uint64_t now_ms) {
     if (s.down.exchange(false, std::memory_order_relaxed)) {
         // Back from the dead: its old RTT (inflated by timeouts) says nothing any more.
         s.srtt_us.store(sample, std::memory_order_relaxed);
-        log_info("upstream %s answers again", s.address.to_string().c_str());
+        const uint64_t since = s.down_since_ms.load(std::memory_order_relaxed);
+        log_info("upstream %s is up: it answers again after %llu s marked down",
+                 s.address.to_string().c_str(),
+                 static_cast<unsigned long long>(now_ms > since ? (now_ms - since) / 1000 : 0));
         return;
     }
     const uint32_t old = s.srtt_us.load(std::memory_order_relaxed);
@@ -79,8 +82,11 @@ void UpstreamSet::record_timeout(size_t i, uint64_t now_ms) {
                     std::memory_order_relaxed);
     const uint32_t failures = s.consecutive_failures.fetch_add(1, std::memory_order_relaxed) + 1;
     if (failures >= kDownAfterFailures && !s.down.exchange(true, std::memory_order_relaxed)) {
-        log_warning("upstream %s marked down after %u timeouts in a row",
-                    s.address.to_string().c_str(), failures);
+        s.down_since_ms.store(now_ms, std::memory_order_relaxed);
+        log_warning(
+            "upstream %s marked down: %u timeouts in a row (other upstreams first; probed "
+            "until it answers)",
+            s.address.to_string().c_str(), failures);
     }
 }
 

@@ -28,17 +28,34 @@ struct UpstreamServer {
     std::atomic<uint64_t> srtt_updated_ms{0};
     std::atomic<uint32_t> consecutive_failures{0};
     std::atomic<bool> down{false};
+    std::atomic<uint64_t> down_since_ms{0};  // for the log line when it answers again
+    // For stats: queries sent (UDP and TCP), answers that matched the query, error answers
+    // among those (SERVFAIL, REFUSED... or malformed), and attempts that timed out.
     std::atomic<uint64_t> queries{0};
+    std::atomic<uint64_t> answers{0};
+    std::atomic<uint64_t> errors{0};
     std::atomic<uint64_t> timeouts{0};
+};
+
+// For stats: what was asked of a set as a whole (of a forwarding rule, when rules choose
+// sets). One question is one UpstreamQuery, however many attempts it makes.
+struct UpstreamSetCounters {
+    std::atomic<uint64_t> questions{0};
+    std::atomic<uint64_t> failures{0};  // questions that ended with no answer from any server
 };
 
 class UpstreamSet {
   public:
     explicit UpstreamSet(const std::vector<SocketAddress>& addresses);
+    // A set of servers that may also belong to other sets (or to the set a reload replaced):
+    // their health goes with them.
+    explicit UpstreamSet(std::vector<std::shared_ptr<UpstreamServer>> servers)
+        : servers_(std::move(servers)) {}
 
     size_t size() const { return servers_.size(); }
     UpstreamServer& at(size_t i) { return *servers_[i]; }
     const UpstreamServer& at(size_t i) const { return *servers_[i]; }
+    const std::shared_ptr<UpstreamServer>& shared(size_t i) const { return servers_[i]; }
 
     // The index to try next, skipping those whose bit is set in `tried`: healthy ones before
     // those marked down, the lowest smoothed RTT first. -1 when all were tried.
@@ -54,8 +71,12 @@ class UpstreamSet {
     void record_answer(size_t i, uint32_t rtt_us, uint64_t now_ms);
     void record_timeout(size_t i, uint64_t now_ms);
 
+    UpstreamSetCounters& counters() { return counters_; }
+    const UpstreamSetCounters& counters() const { return counters_; }
+
   private:
-    std::vector<std::unique_ptr<UpstreamServer>> servers_;
+    UpstreamSetCounters counters_;
+    std::vector<std::shared_ptr<UpstreamServer>> servers_;
 };
 
 }  // namespace nscache::upstream

@@ -243,6 +243,9 @@ class Daemon:
             self.eof.set()
 
     def stderr_text(self):
+        # A daemon that has exited may still have lines in the pipe: read them all first.
+        if self.proc.poll() is not None:
+            self.eof.wait(5)
         with self.lock:
             return "\n".join(self.lines)
 
@@ -307,7 +310,8 @@ def daemon(nscache, tmp_path):
         if isinstance(upstreams, str):
             upstreams = [upstreams]
         cfg_text = config.read_text() if isinstance(config, Path) else (config or "")
-        assert upstreams or re.search(r"(?m)^upstream\s*=\s*\[\s*\S", cfg_text), \
+        # Explicit upstreams, or a resolv-file the test wrote itself (never the host's).
+        assert upstreams or re.search(r"(?m)^(upstream\s*=\s*\[\s*\S|resolv-file\s*=)", cfg_text), \
             "tests must always give the daemon explicit upstreams (flags or config)"
         if not listen:
             assert re.search(r"(?m)^listen\s*=", cfg_text), "no --listen and no listen in the config"

@@ -193,3 +193,18 @@ def wait_until(pred, timeout=5.0, interval=0.05):
             return v
         time.sleep(interval)
     return pred()
+
+
+def closed_within(sock, timeout):
+    """True when the peer closes (or resets) `sock` within `timeout` seconds."""
+    sock.settimeout(timeout)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            if not sock.recv(65535):
+                return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except socket.timeout:
+        return False
+    return False

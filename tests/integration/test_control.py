@@ -16,6 +16,8 @@ import time
 import dns.rcode
 import pytest
 
+from harness import skip_if_sanitized
+
 from dnshelpers import a_addrs, run, udp, wait_until
 
 STATS_KEYS = [
@@ -407,6 +409,7 @@ def _cpu_seconds(pid):
 
 
 def test_out_of_descriptors_neither_spins_nor_floods_the_log(daemon, fake_upstream):
+    skip_if_sanitized()
     port = _free_tcp_port()
     d = daemon(fake_upstream.addr, config=f'metrics-listen = "127.0.0.1:{port}"\n')
     limits = resource.prlimit(d.pid, resource.RLIMIT_NOFILE)

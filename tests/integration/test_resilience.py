@@ -24,7 +24,7 @@ import pytest
 import fakeupstream
 from fakeupstream import FORGED_A
 from harness import ZONE, bulk_addr
-from dnshelpers import (a_addrs, answer_ttl, header, make_query, many_udp, tcp, tcp_raw_exchange, udp,
+from dnshelpers import (closed_within, a_addrs, answer_ttl, header, make_query, many_udp, tcp, tcp_raw_exchange, udp,
                         wait_until)
 
 
@@ -547,27 +547,13 @@ def test_500_idle_tcp_connections_do_not_delay_udp(daemon, nsd, nofile_limit):
 # 9. A TCP length prefix over the largest query (4096 bytes) closes the connection.
 # --------------------------------------------------------------------------------------
 
-def _closed_within(sock, timeout):
-    sock.settimeout(timeout)
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            chunk = sock.recv(65535)
-            if not chunk:
-                return True
-    except (ConnectionResetError, BrokenPipeError):
-        return True
-    except socket.timeout:
-        return False
-    return False
-
 
 def test_tcp_length_prefix_over_limit_closes_connection(daemon, nsd):
     d = daemon(nsd.addr)
     for length in (4097, 0x2000, 0xFFFF):
         with socket.create_connection(("127.0.0.1", d.tcp_port), timeout=5) as s:
             s.sendall(struct.pack("!H", length) + make_query(f"www.{ZONE}", "A").to_wire())
-            assert _closed_within(s, 3), f"length prefix {length} (> 4096): connection still open after 3 s"
+            assert closed_within(s, 3), f"length prefix {length} (> 4096): connection still open after 3 s"
     # A query of exactly 4096 bytes (EDNS padding) is within the limit and answered.
     base = make_query(f"www.{ZONE}", "A", payload=1232)
     pad = 4096 - len(base.to_wire()) - 4

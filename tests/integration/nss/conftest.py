@@ -157,7 +157,10 @@ def nss_daemon(nscache, daemon, fake_upstream, netns, tmp_path):
         sock = tmp_path / f"nss{n}.sock"
         if same_paths_as is not None:  # a restart: the module must find the new map
             sock = same_paths_as.socket_path
-        d = daemon([fake_upstream.addr], threads=threads, extra_args=["--nss-socket", str(sock), *extra_args])
+        # The records use documentation addresses (192.0.2.0/24, 2001:db8::/32), whose reverse
+        # zones nscache would otherwise answer NXDOMAIN itself (RFC 6303).
+        d = daemon([fake_upstream.addr], threads=threads, config="forward-private-zones = true\n",
+                   extra_args=["--nss-socket", str(sock), *extra_args])
         netns.env.update(NSCACHE_NSS_SOCKET=str(sock))
         return NssDaemon(d, fake_upstream, sock)
 

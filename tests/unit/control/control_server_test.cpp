@@ -54,10 +54,12 @@ class ControlServerTest : public ::testing::Test {
         while ((n = recv(fd, buf, sizeof buf, 0)) > 0) text.append(buf, static_cast<size_t>(n));
         return text;
     }
+    // The request, and all the server wrote back. A client turned away at accept is answered
+    // and closed before it sends: its send may fail (EPIPE), its answer is still there.
     std::string request(const std::string& line) {
         const int fd = connect_client();
-        EXPECT_EQ(send(fd, line.data(), line.size(), MSG_NOSIGNAL),
-                  static_cast<ssize_t>(line.size()));
+        const ssize_t sent = send(fd, line.data(), line.size(), MSG_NOSIGNAL);
+        (void)sent;
         return read_all(fd);
     }
 

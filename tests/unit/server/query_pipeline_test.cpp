@@ -65,6 +65,37 @@ TEST(QueryPipeline, MissGoesToTheForwarderAndIsAnsweredOnDelivery) {
     EXPECT_EQ(h.replies.size(), 1u);
 }
 
+TEST(QueryPipeline, HitWritesNoLatencyBucket) {
+    // The hit path's cost is the product's headline: readers count hits at zero latency from
+    // cache_hits instead (control/stats.cpp).
+    ServerHarness h;
+    h.cache_a("www.example.test");
+    std::vector<uint8_t> out(1232);
+    h.pipeline.handle(query("www.example.test", dns::rtype::A).view(), UdpClient{}.origin(), out);
+    EXPECT_EQ(h.counters.cache_hits.load(), 1u);
+    for (const LatencyHistogram& l : h.counters.latency) {
+        for (const auto& b : l.buckets) EXPECT_EQ(b.load(), 0u);
+    }
+}
+
+TEST(QueryPipeline, UpstreamAnswerLatencyRunsFromTheQuerysTurnToTheAnswersTurn) {
+    ServerHarness h;
+    std::vector<uint8_t> out(1232);
+    h.loop.refresh_now();
+    const uint64_t read_at = h.loop.now_us();
+    h.pipeline.handle(query("slow.example.test", dns::rtype::A).view(), UdpClient{}.origin(), out);
+    ASSERT_EQ(h.forwarder.resolved.size(), 1u);
+    h.run_for(1, 20);  // a later loop turn, at least 20 ms on
+    const uint64_t answered_at = h.loop.now_us();
+    ASSERT_GE(answered_at - read_at, 20'000u);
+    h.pipeline.deliver(h.forwarder.resolved[0].cookie, {});  // no answer came: SERVFAIL
+    ASSERT_EQ(h.replies.size(), 1u);
+    const LatencyHistogram& up = h.counters.latency[static_cast<size_t>(AnswerSource::upstream)];
+    EXPECT_EQ(up.sum_us.load(), answered_at - read_at);
+    EXPECT_EQ(up.buckets[latency_bucket(answered_at - read_at)].load(), 1u);
+    EXPECT_EQ(h.counters.latency[static_cast<size_t>(AnswerSource::stale)].sum_us.load(), 0u);
+}
+
 TEST(QueryPipeline, ForwarderOverloadIsServfailAtOnce) {
     ServerHarness h;
     h.forwarder.accept = false;

@@ -18,6 +18,7 @@
 #include "config/config.h"
 #include "server/query_pipeline.h"
 #include "server/server_shared.h"
+#include "server/settings.h"
 #include "server/tcp_connection.h"
 #include "upstream/forwarder.h"
 #include "upstream/upstream_set.h"
@@ -46,7 +47,7 @@ struct FakeForwarder final : upstream::Forwarder {
     }
     void refresh(const upstream::Question&) override {}
     void leave(const upstream::Question&, uint64_t cookie) override { left.push_back(cookie); }
-    bool all_upstreams_down() const override { return false; }
+    bool all_upstreams_down(const upstream::Question&) const override { return false; }
     bool failing(const upstream::Question&, upstream::FailureReason*) override { return false; }
 };
 
@@ -70,12 +71,12 @@ struct ServerHarness final : ReplySender {
     explicit ServerHarness(Config c = test_config(), TcpLimits limits = {})
         : config(std::move(c)),
           cache(cache::CacheConfig{.budget_bytes = size_t{4} << 20}),
-          upstreams({}),
-          resolver_shared{{}, cache, upstreams, {}, {}},
-          shared{config, cache, resolver_shared, AccessList(config.allow), nullptr, {}},
-          pipeline(shared, loop, forwarder, counters, *this),
+          settings(make_settings(config, nullptr, 4096)),
+          resolver_shared{{}, cache, {}, {}},
+          shared{config, cache, resolver_shared, {}},
+          pipeline(shared, loop, forwarder, counters, *this, *settings),
           tcp(loop, pipeline, shared.tcp) {
-        shared.tcp.limits = limits;
+        tcp.set_limits(limits);
     }
     ~ServerHarness() { tcp.close_all(); }
 
@@ -85,10 +86,13 @@ struct ServerHarness final : ReplySender {
         if (TcpConnection* c = tcp.find(client.tcp_connection)) c->send_answer(reply);
     }
 
-    // A TCP client: the daemon's end goes to `tcp`; returns the client's end.
-    int connect_client(uint16_t port = 40000) {
+    // A TCP client: the daemon's end goes to `tcp`; returns the client's end. `send_buffer`:
+    // the daemon side's SO_SNDBUF, small to make answers wait in the daemon.
+    int connect_client(uint16_t port = 40000, int send_buffer = 0) {
         int fds[2];
         EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds), 0);
+        if (send_buffer > 0)
+            setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &send_buffer, sizeof send_buffer);
         const sockaddr_storage peer = loopback_peer(port);
         EXPECT_TRUE(tcp.adopt(fds[0], peer, sizeof(sockaddr_in)));
         return fds[1];
@@ -110,7 +114,7 @@ struct ServerHarness final : ReplySender {
 
     Config config;
     cache::Cache cache;
-    upstream::UpstreamSet upstreams;
+    SettingsPtr settings;
     upstream::ResolverShared resolver_shared;
     ServerShared shared;
     EventLoop loop;

@@ -17,6 +17,7 @@ namespace {
 using testing::read_messages;
 using testing::ServerHarness;
 using testing::tcp_query;
+using testing::WireBuilder;
 using testing::write_all;
 
 uint16_t id_of(const std::vector<uint8_t>& msg) {
@@ -150,7 +151,7 @@ TEST(TcpConnection, ClientThatNeverReadsIsDisconnectedAndItsBytesReleased) {
     write_all(client, burst);
     h.run_for(5);
     ASSERT_EQ(h.forwarder.resolved.size(), 60u);
-    // Each answer is ~60 KB: 60 of them are 3.6 MB, over the 1 MiB a connection may queue.
+    // Each answer is ~60 KB: 60 of them are 3.6 MB, over the 256 KiB a connection may queue.
     cache::PreparedAnswer big;
     big.ancount = 0;
     big.records.assign(60'000, 0);
@@ -160,6 +161,78 @@ TEST(TcpConnection, ClientThatNeverReadsIsDisconnectedAndItsBytesReleased) {
     }
     h.run_for(3);
     EXPECT_EQ(h.tcp.size(), 0u) << "the connection should be closed";
+    EXPECT_EQ(h.shared.tcp.queued_bytes.load(), 0u);
+    close(client);
+}
+
+// Queries held back while answers waited to be sent are handled once the answers drain,
+// without new bytes from the client (the stall of the audit's review: it only resumed on a
+// new read or an upstream answer, and the idle timer then closed the connection).
+TEST(TcpConnection, HeldBackQueriesGoOnWhenTheAnswersDrain) {
+    ServerHarness h;
+    // Four cached answers of ~30 KB: after the third, more than 64 KiB waits unsent.
+    WireBuilder b;
+    b.header(1, dns::flag::QR | dns::flag::RD | dns::flag::RA, 1, 1, 0, 0)
+        .question("big.example.test", dns::rtype::TXT);
+    b.name_then_pointer("", 12).rr_fixed(dns::rtype::TXT, 300, 30'000);
+    for (int i = 0; i < 30'000 / 250; ++i) {
+        b.u8(249);
+        for (int k = 0; k < 249; ++k) b.u8('x');
+    }
+    auto answer = cache::testing::prepare(b, cache::TtlPolicy{});
+    ASSERT_TRUE(answer);
+    dns::NameBuffer lower;
+    dns::lower_name(dns::name_from_text("big.example.test")->view(), lower);
+    h.cache.insert(cache::CacheKey{lower.view(), dns::rtype::TXT, dns::kClassIN, 0}, *answer,
+                   h.loop.now_ms());
+    const int client = h.connect_client();
+    int small = 4096;
+    setsockopt(client, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    std::vector<uint8_t> burst;
+    for (uint16_t id = 1; id <= 4; ++id) {
+        auto q = tcp_query("big.example.test", dns::rtype::TXT, id);
+        burst.insert(burst.end(), q.begin(), q.end());
+    }
+    write_all(client, burst);
+    h.run_for(3);
+    // Now read everything, as slowly as the loop lets it through.
+    std::vector<uint8_t> buffer;
+    std::vector<std::vector<uint8_t>> answers;
+    for (int i = 0; i < 300 && answers.size() < 4; ++i) {
+        h.run_for(1, 2);
+        for (auto& m : read_messages(client, buffer)) answers.push_back(std::move(m));
+    }
+    ASSERT_EQ(answers.size(), 4u);
+    EXPECT_EQ(id_of(answers[3]), 4);
+    close(client);
+}
+
+// Reading a few bytes now and then does not keep a backlog of answers alive: the client has
+// one idle period from when answers start to wait to take them all.
+TEST(TcpConnection, ClientThatReadsATrickleIsDisconnected) {
+    ServerHarness h(testing::test_config(), TcpLimits{.idle_timeout_ms = 200});
+    const int client = h.connect_client(40000, 4096);
+    std::vector<uint8_t> burst;
+    for (uint16_t id = 1; id <= 4; ++id) {
+        auto q = tcp_query("slow" + std::to_string(id) + ".example.test", dns::rtype::A, id);
+        burst.insert(burst.end(), q.begin(), q.end());
+    }
+    write_all(client, burst);
+    h.run_for(3);
+    cache::PreparedAnswer big;
+    big.records.assign(30'000, 0);
+    auto shared_big = std::make_shared<const cache::PreparedAnswer>(big);
+    for (const auto& call : h.forwarder.resolved) {
+        h.pipeline.deliver(call.cookie, upstream::ResolveOutcome{shared_big});
+    }
+    bool eof = false;
+    char chunk[64];
+    for (int i = 0; i < 200 && !eof; ++i) {  // ~2 s of 64 bytes every 10 ms
+        h.run_for(1, 10);
+        const ssize_t n = recv(client, chunk, sizeof chunk, MSG_DONTWAIT);
+        if (n == 0) eof = true;
+    }
+    EXPECT_TRUE(eof) << "a client reading a trickle held its backlog";
     EXPECT_EQ(h.shared.tcp.queued_bytes.load(), 0u);
     close(client);
 }

@@ -48,8 +48,7 @@ SharedCacheConfig standalone(const FakeRedis& redis, uint32_t timeout_ms = 100) 
 
 struct Harness {
     explicit Harness(SharedCacheConfig c) : config(std::move(c)) {
-        tier =
-            std::make_unique<SharedTier>(loop, config, cache::TtlPolicy{}, health, counters, sink);
+        tier = std::make_unique<SharedTier>(loop, config, ttl, health, counters, sink);
     }
 
     // Turns the loop until `done`, or about `turns` * 5 ms.
@@ -69,6 +68,7 @@ struct Harness {
     }
 
     SharedCacheConfig config;
+    cache::TtlPolicy ttl;
     EventLoop loop;
     TierHealth health;
     WorkerCounters counters;

@@ -83,5 +83,52 @@ TEST(UpstreamQuery, MalformedTcpAnswerClosesTheConnectionAtOnce) {
     close(conn);
 }
 
+// What `nscache stats` shows per upstream server and per set (a forwarding rule's, or the
+// default one): an error answer counts as an answer and an error of that server, the query
+// moves on to the next server, and the question counts once for the set.
+TEST(UpstreamQuery, CountsAnswersAndErrorsPerServerAndQuestionsPerSet) {
+    ResolverHarness h({}, 2);
+    ASSERT_TRUE(h.resolver.resolve(ResolverHarness::question("count.example.test"), 1));
+    std::optional<testing::ManualUpstream::Received> first;
+    size_t asked = 0;
+    ASSERT_TRUE(h.run_until([&] {
+        for (size_t i = 0; i < 2 && !first; ++i) {
+            if ((first = h.fake(i).take_udp())) asked = i;
+        }
+        return first.has_value();
+    }));
+    h.fake(asked).reply_udp(
+        *first, answer_to(first->msg, static_cast<uint16_t>(dns::Rcode::ServFail), 0, {}));
+    const size_t other = 1 - asked;
+    std::optional<testing::ManualUpstream::Received> second;
+    ASSERT_TRUE(h.run_until([&] { return (second = h.fake(other).take_udp()).has_value(); }));
+    h.fake(other).reply_udp(*second, answer_to(second->msg, 0, 1, a_record(300, 7)));
+    ASSERT_TRUE(h.run_until([&] { return !h.sink.deliveries.empty(); }));
+
+    const UpstreamServer& failed = h.upstreams.at(asked);
+    const UpstreamServer& good = h.upstreams.at(other);
+    EXPECT_EQ(failed.queries.load(), 1u);
+    EXPECT_EQ(failed.answers.load(), 1u);
+    EXPECT_EQ(failed.errors.load(), 1u);
+    EXPECT_EQ(good.queries.load(), 1u);
+    EXPECT_EQ(good.answers.load(), 1u);
+    EXPECT_EQ(good.errors.load(), 0u);
+    EXPECT_EQ(h.upstreams.counters().questions.load(), 1u);
+    EXPECT_EQ(h.upstreams.counters().failures.load(), 0u);
+}
+
+TEST(UpstreamQuery, AQuestionNoServerAnswersIsAFailureOfItsSet) {
+    ResolverOptions options;
+    options.query_timeout_ms = 200;
+    ResolverHarness h(options);
+    ASSERT_TRUE(h.resolver.resolve(ResolverHarness::question("silent.example.test"), 1));
+    ASSERT_TRUE(h.run_until([&] { return !h.sink.deliveries.empty(); }));
+    EXPECT_FALSE(h.sink.deliveries[0].outcome.answer);
+    EXPECT_EQ(h.upstreams.counters().questions.load(), 1u);
+    EXPECT_EQ(h.upstreams.counters().failures.load(), 1u);
+    EXPECT_GE(h.upstreams.at(0).timeouts.load(), 1u);
+    EXPECT_EQ(h.upstreams.at(0).answers.load(), 0u);
+}
+
 }  // namespace
 }  // namespace nscache::upstream

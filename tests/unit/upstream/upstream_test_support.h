@@ -18,6 +18,7 @@
 #include "dns/query.h"
 #include "upstream/completion.h"
 #include "upstream/resolver.h"
+#include "upstream/routing.h"
 #include "wire_builder.h"
 
 namespace nscache::upstream::testing {
@@ -116,10 +117,17 @@ struct ResolverHarness {
     explicit ResolverHarness(ResolverOptions options = {}, size_t upstream_count = 1)
         : cache(cache::CacheConfig{.budget_bytes = size_t{1} << 20}),
           fakes(make_fakes(upstream_count)),
-          upstreams(addresses()),
+          routing(make_routing()),
           queue(loop),
-          shared{options, cache, upstreams, {}, {&queue}},
-          resolver(0, loop, shared, sink, counters) {}
+          shared{options, cache, {}, {&queue}},
+          resolver(0, loop, shared, sink, counters, routing) {}
+
+    std::shared_ptr<const Routing> make_routing() {
+        Config c;
+        c.upstreams = addresses();
+        c.forward_private_zones = true;  // the tests ask .test names only
+        return Routing::build(c, registry);
+    }
 
     static std::vector<std::unique_ptr<ManualUpstream>> make_fakes(size_t n) {
         std::vector<std::unique_ptr<ManualUpstream>> v;
@@ -155,7 +163,9 @@ struct ResolverHarness {
 
     cache::Cache cache;
     std::vector<std::unique_ptr<ManualUpstream>> fakes;
-    UpstreamSet upstreams;
+    UpstreamRegistry registry;
+    std::shared_ptr<const Routing> routing;
+    UpstreamSet& upstreams = *routing->rules()[0].upstreams;  // the default set
     EventLoop loop;
     CompletionQueue queue;
     ResolverShared shared;

@@ -1,0 +1,227 @@
+#include "upstream/routing.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "dns/name.h"
+
+namespace nscache::upstream {
+namespace {
+
+// RFC 6761 and friends: names that have no business leaving the host.
+constexpr const char* kLocalZones[] = {
+    "local.",      // RFC 6762: mDNS, never unicast DNS
+    "invalid.",    // RFC 6761 §6.4
+    "onion.",      // RFC 7686
+    "home.arpa.",  // RFC 8375
+};
+
+// RFC 6303 §4 (with RFC 7793's shared address space): reverse zones of addresses that only
+// mean something on the local network. Their PTR queries are answered NXDOMAIN here instead
+// of loading the public servers of in-addr.arpa and ip6.arpa.
+std::vector<std::string> private_reverse_zones() {
+    std::vector<std::string> zones = {
+        "10.in-addr.arpa.",
+        "168.192.in-addr.arpa.",
+        "0.in-addr.arpa.",
+        "127.in-addr.arpa.",
+        "254.169.in-addr.arpa.",
+        "2.0.192.in-addr.arpa.",
+        "100.51.198.in-addr.arpa.",
+        "113.0.203.in-addr.arpa.",
+        "255.255.255.255.in-addr.arpa.",
+        "d.f.ip6.arpa.",
+        "8.e.f.ip6.arpa.",
+        "9.e.f.ip6.arpa.",
+        "a.e.f.ip6.arpa.",
+        "b.e.f.ip6.arpa.",
+        "8.b.d.0.1.0.0.2.ip6.arpa.",
+    };
+    for (int i = 16; i <= 31; ++i) zones.push_back(std::to_string(i) + ".172.in-addr.arpa.");
+    for (int i = 64; i <= 127; ++i) zones.push_back(std::to_string(i) + ".100.in-addr.arpa.");
+    std::string zero, one;
+    for (int i = 0; i < 32; ++i) zero += "0.";
+    zones.push_back(zero + "ip6.arpa.");  // ::
+    one = "1." + zero.substr(2);
+    zones.push_back(one + "ip6.arpa.");  // ::1
+    return zones;
+}
+
+std::string wire_of(const std::string& text) {
+    auto name = dns::name_from_text(text);
+    dns::NameBuffer lower;
+    dns::lower_name(name->view(), lower);
+    return std::string(reinterpret_cast<const char*>(lower.bytes), lower.length);
+}
+
+std::string reverse_text(uint16_t type, const std::string& address) {
+    uint8_t bytes[16];
+    std::string text;
+    if (type == dns::rtype::A) {
+        inet_pton(AF_INET, address.c_str(), bytes);
+        for (int i = 3; i >= 0; --i) text += std::to_string(bytes[i]) + ".";
+        return text + "in-addr.arpa.";
+    }
+    inet_pton(AF_INET6, address.c_str(), bytes);
+    static const char kHex[] = "0123456789abcdef";
+    for (int i = 15; i >= 0; --i) {
+        text += kHex[bytes[i] & 0xF];
+        text += '.';
+        text += kHex[bytes[i] >> 4];
+        text += '.';
+    }
+    return text + "ip6.arpa.";
+}
+
+LocalRecordData rdata_of(uint16_t type, const std::string& value) {
+    LocalRecordData r;
+    r.type = type;
+    switch (type) {
+        case dns::rtype::A:
+            r.rdata.resize(4);
+            inet_pton(AF_INET, value.c_str(), r.rdata.data());
+            break;
+        case dns::rtype::AAAA:
+            r.rdata.resize(16);
+            inet_pton(AF_INET6, value.c_str(), r.rdata.data());
+            break;
+        case dns::rtype::CNAME:
+        case dns::rtype::PTR: {
+            const std::string wire = wire_of(value);
+            r.rdata.assign(wire.begin(), wire.end());
+            break;
+        }
+        case dns::rtype::TXT:  // one character-string (config limits it to 255 bytes)
+            r.rdata.resize(1 + value.size());
+            r.rdata[0] = static_cast<uint8_t>(value.size());
+            std::memcpy(r.rdata.data() + 1, value.data(), value.size());
+            break;
+        default:
+            break;
+    }
+    return r;
+}
+
+}  // namespace
+
+std::shared_ptr<UpstreamServer> UpstreamRegistry::get(const SocketAddress& address) {
+    for (const auto& weak : known_) {
+        if (auto server = weak.lock(); server && server->address == address) return server;
+    }
+    std::erase_if(known_, [](const auto& w) { return w.expired(); });
+    auto server = std::make_shared<UpstreamServer>(address);
+    known_.push_back(server);
+    return server;
+}
+
+std::shared_ptr<const Routing> Routing::build(const Config& config, UpstreamRegistry& known,
+                                              const std::vector<HostsEntry>& hosts) {
+    auto routing = std::make_shared<Routing>();
+    auto set_of = [&known](const std::vector<SocketAddress>& addresses) {
+        std::vector<std::shared_ptr<UpstreamServer>> servers;
+        for (const auto& a : addresses) servers.push_back(known.get(a));
+        return std::make_shared<UpstreamSet>(std::move(servers));
+    };
+    // The default rule first: `upstream` (or resolv.conf's), unless a [[forward]] names ".".
+    routing->rules_.push_back(ForwardRule{".", {"."}, set_of(config.upstreams), true});
+    for (const ForwardZone& zone : config.forwards) {
+        const bool is_default =
+            std::find(zone.domains.begin(), zone.domains.end(), ".") != zone.domains.end();
+        size_t index = 0;
+        if (is_default) {
+            routing->rules_[0] = ForwardRule{".", zone.domains, set_of(zone.upstreams), zone.cache};
+        } else {
+            index = routing->rules_.size();
+            routing->rules_.push_back(ForwardRule{zone.domains.front(), zone.domains,
+                                                  set_of(zone.upstreams), zone.cache});
+        }
+        for (const std::string& domain : zone.domains) {
+            if (domain != ".") routing->zones_[wire_of(domain)] = Zone{RouteKind::Forward, index};
+        }
+    }
+    // Built-in zones, where no [[forward]] names the same domain.
+    auto local_zone = [&routing](const std::string& domain, RouteKind kind) {
+        routing->zones_.try_emplace(wire_of(domain), Zone{kind, 0});
+    };
+    local_zone("localhost.", RouteKind::Localhost);
+    if (!config.forward_private_zones) {
+        for (const char* zone : kLocalZones) local_zone(zone, RouteKind::LocalNxdomain);
+        for (const std::string& zone : private_reverse_zones()) {
+            local_zone(zone, RouteKind::LocalNxdomain);
+        }
+    }
+    // Local names: the configured records first (an explicit PTR wins), then the hosts file;
+    // each address also answers its reverse name, with the first name that claimed it.
+    auto add = [&routing](const std::string& name, uint16_t type, const std::string& value) {
+        routing->names_[wire_of(name)].push_back(rdata_of(type, value));
+    };
+    for (const LocalRecord& r : config.local_records) add(r.name, r.type, r.value);
+    for (const HostsEntry& h : hosts) add(h.name, h.type, h.address);
+    auto add_reverse = [&](const std::string& name, uint16_t type, const std::string& address) {
+        const std::string reverse = wire_of(reverse_text(type, address));
+        auto& records = routing->names_[reverse];
+        const bool has_ptr = std::any_of(records.begin(), records.end(),
+                                         [](const auto& r) { return r.type == dns::rtype::PTR; });
+        if (!has_ptr) records.push_back(rdata_of(dns::rtype::PTR, name));
+    };
+    for (const LocalRecord& r : config.local_records) {
+        if (r.type == dns::rtype::A || r.type == dns::rtype::AAAA)
+            add_reverse(r.name, r.type, r.value);
+    }
+    for (const HostsEntry& h : hosts) add_reverse(h.name, h.type, h.address);
+    return routing;
+}
+
+Route Routing::route(dns::Bytes lower_name) const {
+    const std::string_view name(reinterpret_cast<const char*>(lower_name.data()),
+                                lower_name.size());
+    if (!names_.empty()) {
+        if (auto it = names_.find(name); it != names_.end()) {
+            return Route{RouteKind::LocalName, nullptr, &it->second, 0};
+        }
+    }
+    // Suffixes from the whole name down, label by label: the first one known is the longest.
+    size_t offset = 0;
+    while (offset < lower_name.size() && lower_name[offset] != 0) {
+        if (auto it = zones_.find(name.substr(offset)); it != zones_.end()) {
+            const Zone& z = it->second;
+            if (z.kind == RouteKind::Forward)
+                return Route{RouteKind::Forward, &rules_[z.rule], nullptr, 0};
+            return Route{z.kind, nullptr, nullptr, offset};
+        }
+        offset += 1 + size_t{lower_name[offset]};
+    }
+    return Route{RouteKind::Forward, &rules_[0], nullptr, 0};
+}
+
+const std::vector<LocalRecordData>* Routing::local(dns::Bytes lower_name) const {
+    const std::string_view name(reinterpret_cast<const char*>(lower_name.data()),
+                                lower_name.size());
+    auto it = names_.find(name);
+    return it == names_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::shared_ptr<UpstreamServer>> Routing::servers() const {
+    std::vector<std::shared_ptr<UpstreamServer>> all;
+    for (const ForwardRule& rule : rules_) {
+        for (size_t i = 0; i < rule.upstreams->size(); ++i) {
+            const auto& s = rule.upstreams->shared(i);
+            if (std::find(all.begin(), all.end(), s) == all.end()) all.push_back(s);
+        }
+    }
+    return all;
+}
+
+size_t Routing::upstream_count() const {
+    return servers().size();
+}
+
+std::vector<std::string> Routing::local_names() const {
+    std::vector<std::string> names;
+    for (const auto& [name, records] : names_) names.push_back(name);
+    return names;
+}
+
+}  // namespace nscache::upstream
