@@ -8,6 +8,7 @@ stopped by PID; the daemons always have NSD (or a fake upstream) as their upstre
 
 import os
 import shutil
+import signal
 import socket
 import struct
 import threading
@@ -129,6 +130,31 @@ def test_auth_with_the_right_password_and_refused_with_a_wrong_one(daemon, nsd, 
     assert s["shared_hits"] == 0 and s["shared_errors"] >= 3, s
     assert s["shared_cache_state"] == "down"
     assert "refused AUTH" in bad.stderr_text()
+
+
+def test_no_cache_rules_skip_the_tier_and_a_reload_keeps_it(daemon, nsd, fake_upstream,
+                                                             redis_server):
+    redis = redis_server()
+    fake_upstream.add("private.fake.test.", "A", 300, "192.0.2.77")
+    rule = (f'[[forward]]\ndomains = ["fake.test"]\nupstreams = ["{fake_upstream.addr}"]\n'
+            f'no-cache = true\n')
+    config = f'upstream = ["{nsd.addr}"]\n' + rule + tier_config(redis=redis.address)
+    d = daemon([], config=config)
+    assert a_addrs(udp(d.port, "private.fake.test")) == ["192.0.2.77"]
+    assert a_addrs(udp(d.port, f"www.{ZONE}")) == ["192.0.2.1"]
+    s = d.stats()
+    assert s["shared_lookups"] == 1 and s["shared_writes"] == 1, s  # www only
+    assert wait_until(lambda: redis.command("DBSIZE") == 1)
+    assert redis.command("EXISTS", key_of("private.fake.test")) == 0
+
+    # [shared-cache] is read at start: a reload names it and keeps the tier running.
+    (d.workdir / "nscache.toml").write_text(config.replace('timeout = "300ms"', 'timeout = "1s"'))
+    os.kill(d.pid, signal.SIGHUP)
+    assert wait_until(lambda: "shared-cache changed; it takes effect at the next restart"
+                      in d.stderr_text(), timeout=5)
+    assert a_addrs(udp(d.port, f"bulk1.{ZONE}")) == [bulk_addr(1)]
+    s = d.stats()
+    assert s["shared_lookups"] == 2 and s["shared_writes"] == 2, s
 
 
 # --------------------------------------------------------------------------------------
