@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   # build
   make cmake ninja-build g++ pkg-config libtomlplusplus-dev libssl-dev
+  make cmake ninja-build g++ pkg-config libtomlplusplus-dev libhiredis-dev
   # unit tests and micro-benchmarks
   googletest libgtest-dev libbenchmark-dev
   # integration tests: a real upstream, real clients, the fake upstream's language
@@ -14,6 +15,8 @@ packages=(
   unbound openssl
   # the nscd front's tests: trace a warm getaddrinfo, give the test namespace an IPv6 address
   strace iproute2
+  # the shared tier's tests: real Redis and Redis Cluster (redis-cli comes with redis-tools)
+  redis-server redis-tools
   # fuzzing and sanitizers
   clang clang-format libfuzzer-14-dev libclang-rt-14-dev
   # the Debian package: build it, lint it, install it in a throwaway root (systemd-sysusers)

@@ -209,7 +209,8 @@ int run_daemon(const ConfigSource& source, const Config& config) {
     control::ControlServer control_server(
         control_options, cache,
         control::StatsSources{std::span<const WorkerCounters>(counters.get(), workers + 2), &cache,
-                              [&supervisor] { return supervisor.upstream_groups(); }, started_ms});
+                              [&supervisor] { return supervisor.upstream_groups(); }, started_ms,
+                              &resolver_shared.tier_health});
     if (auto error = control_server.open(user ? user->uid : geteuid())) {
         log_error("%s", error->c_str());
         sockets.close_all();
@@ -265,6 +266,14 @@ int run_daemon(const ConfigSource& source, const Config& config) {
     supervisor.attach(std::move(parts));
     log_info("%u workers, cache %zu bytes, %zu upstreams", workers, config.cache_size,
              settings->routing->upstream_count());
+    if (config.shared_cache.enabled()) {
+        const auto& sc = config.shared_cache;
+        log_info(
+            "shared cache: %s %s, timeout %ums, key prefix '%s'%s",
+            sc.redis ? "Redis" : "Redis Cluster",
+            sc.redis ? sc.redis->to_string().c_str() : sc.redis_cluster.front().to_string().c_str(),
+            sc.timeout_ms, sc.key_prefix.c_str(), sc.write ? "" : ", read-only");
+    }
     log_info("ready");
     // After the lines harnesses and operators wait for (listening on..., ready), whatever the
     // level: log-level = "warning" quiets what follows, not the start-up contract.

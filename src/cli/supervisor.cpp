@@ -59,6 +59,8 @@ std::vector<std::string> keep_fixed_options(const Config& running, Config& next)
     // Open TLS connections were authenticated (or not) under the old mode: a switch to
     // strict must not leave unauthenticated ones in use.
     keep("tls-auth", &Config::tls_auth);
+    // Each thread's Redis connections and the nodes' health are built at start.
+    keep("shared-cache", &Config::shared_cache);
     return changed;
 }
 

@@ -14,42 +14,55 @@
 namespace nscache {
 
 // X(name, help)
-#define NSCACHE_WORKER_COUNTERS(X)                                                            \
-    X(queries, "client queries received, well-formed or not")                                 \
-    X(queries_udp, "client queries received over UDP")                                        \
-    X(queries_tcp, "client queries received over TCP")                                        \
-    X(cache_hits, "queries answered from a fresh cache entry")                                \
-    X(cache_misses, "queries not answered from a fresh cache entry")                          \
-    X(upstream_queries, "queries sent to upstream servers, retries included")                 \
-    X(upstream_timeouts, "upstream attempts that timed out")                                  \
-    X(upstream_errors, "upstream answers that were unusable, or sends that failed")           \
-    X(upstream_tcp_retries, "upstream answers with TC=1 retried over TCP")                    \
-    X(dropped_mismatched, "upstream answers dropped: wrong source, ID or question")           \
-    X(upstream_sockets_opened, "UDP sockets opened for the upstream socket pool")             \
-    X(upstream_sockets_spoofed, "pool sockets closed early: a mismatched answer arrived")     \
-    X(upstream_connections, "upstream TCP and TLS connections opened")                        \
-    X(upstream_connect_failures, "upstream connections that failed or could not be made")     \
-    X(upstream_tls_handshakes, "TLS handshakes with upstreams completed")                     \
-    X(upstream_tls_resumed, "TLS handshakes that resumed an earlier session")                 \
-    X(upstream_tls_auth_failures, "TLS upstreams that failed authentication")                 \
-    X(coalesced, "client queries that joined an identical query in flight")                   \
-    X(answers_servfail, "SERVFAIL answers sent")                                              \
-    X(answers_formerr, "FORMERR answers sent")                                                \
-    X(answers_notimp, "NOTIMP answers sent")                                                  \
-    X(answers_refused, "REFUSED answers sent")                                                \
-    X(answers_truncated, "answers sent with TC=1 because they did not fit")                   \
-    X(stale_served, "answers served from expired entries (serve-stale)")                      \
-    X(failure_cached, "queries answered at once from a cached resolution failure")            \
-    X(prefetches, "background refreshes of popular entries near expiry")                      \
-    X(rate_limited, "queries dropped or truncated by the rate limit")                         \
-    X(dropped_overload, "queries dropped because too many clients were waiting already")      \
-    X(overload_servfail, "queries answered SERVFAIL at once: max-upstream-queries in flight") \
-    X(tcp_connections, "TCP connections accepted")                                            \
-    X(tcp_rejected, "TCP connections refused over max-tcp-connections")                       \
-    X(nss_requests, "lookups from the NSS module that missed its shared map")                 \
-    X(nscd_requests, "host lookups on the nscd socket (misses of the nscd map)")              \
-    X(nscd_other_requests, "passwd, group, services lookups proxied on the nscd socket")      \
-    X(nscd_map_rotations, "nscd maps replaced by a new one (full, flushed, or /etc/hosts edited)")
+#define NSCACHE_WORKER_COUNTERS(X)                                                                 \
+    X(queries, "client queries received, well-formed or not")                                      \
+    X(queries_udp, "client queries received over UDP")                                             \
+    X(queries_tcp, "client queries received over TCP")                                             \
+    X(cache_hits, "queries answered from a fresh cache entry")                                     \
+    X(cache_misses, "queries not answered from a fresh cache entry")                               \
+    X(upstream_queries, "queries sent to upstream servers, retries included")                      \
+    X(upstream_timeouts, "upstream attempts that timed out")                                       \
+    X(upstream_errors, "upstream answers that were unusable, or sends that failed")                \
+    X(upstream_tcp_retries, "upstream answers with TC=1 retried over TCP")                         \
+    X(dropped_mismatched, "upstream answers dropped: wrong source, ID or question")                \
+    X(upstream_sockets_opened, "UDP sockets opened for the upstream socket pool")                  \
+    X(upstream_sockets_spoofed, "pool sockets closed early: a mismatched answer arrived")          \
+    X(upstream_connections, "upstream TCP and TLS connections opened")                             \
+    X(upstream_connect_failures, "upstream connections that failed or could not be made")          \
+    X(upstream_tls_handshakes, "TLS handshakes with upstreams completed")                          \
+    X(upstream_tls_resumed, "TLS handshakes that resumed an earlier session")                      \
+    X(upstream_tls_auth_failures, "TLS upstreams that failed authentication")                      \
+    X(coalesced, "client queries that joined an identical query in flight")                        \
+    X(answers_servfail, "SERVFAIL answers sent")                                                   \
+    X(answers_formerr, "FORMERR answers sent")                                                     \
+    X(answers_notimp, "NOTIMP answers sent")                                                       \
+    X(answers_refused, "REFUSED answers sent")                                                     \
+    X(answers_truncated, "answers sent with TC=1 because they did not fit")                        \
+    X(stale_served, "answers served from expired entries (serve-stale)")                           \
+    X(failure_cached, "queries answered at once from a cached resolution failure")                 \
+    X(prefetches, "background refreshes of popular entries near expiry")                           \
+    X(rate_limited, "queries dropped or truncated by the rate limit")                              \
+    X(dropped_overload, "queries dropped because too many clients were waiting already")           \
+    X(overload_servfail, "queries answered SERVFAIL at once: max-upstream-queries in flight")      \
+    X(tcp_connections, "TCP connections accepted")                                                 \
+    X(tcp_rejected, "TCP connections refused over max-tcp-connections")                            \
+    X(nss_requests, "lookups from the NSS module that missed its shared map")                      \
+    X(nscd_requests, "host lookups on the nscd socket (misses of the nscd map)")                   \
+    X(nscd_other_requests, "passwd, group, services lookups proxied on the nscd socket")           \
+    X(nscd_map_rotations, "nscd maps replaced by a new one (full, flushed, or /etc/hosts edited)") \
+    X(shared_lookups, "cache misses looked up in the shared tier (Redis)")                         \
+    X(shared_hits, "misses answered from the shared tier, with no upstream query")                 \
+    X(shared_misses, "shared-tier lookups that found nothing usable (absent or expired)")          \
+    X(shared_timeouts, "shared-tier requests that got no reply within shared-cache.timeout")       \
+    X(shared_errors, "shared-tier requests that failed: connection lost, error reply")             \
+    X(shared_invalid, "shared-tier values dropped: malformed, oversized, other question")          \
+    X(shared_skipped, "misses that went upstream without asking: tier down or full")               \
+    X(shared_redirects, "Redis Cluster MOVED and ASK redirections followed")                       \
+    X(shared_writes, "answers written to the shared tier")                                         \
+    X(shared_writes_dropped, "answers not written: tier down or full")
+
+// The shared tier's state, for stats (sharedcache::TierHealth).
+enum class SharedTierState : uint8_t { Off = 0, Up = 1, Degraded = 2, Down = 3 };
 
 struct alignas(64) WorkerCounters {
 #define NSCACHE_DECLARE_COUNTER(name, help) std::atomic<uint64_t> name{0};
@@ -59,6 +72,8 @@ struct alignas(64) WorkerCounters {
     // answered in the loop turn that read it, so readers count cache_hits at zero latency
     // instead of the hit path writing a bucket.
     LatencyHistogram latency[kAnswerSources];
+    // How long shared-tier lookups that got a reply waited for it.
+    LatencyHistogram shared_latency;
 };
 
 // Single-writer increment: a plain load and store, no locked instruction.

@@ -36,6 +36,36 @@ enum class LogThreshold { Error, Warning, Info, Debug };
 // More upstreams than this are a configuration error (the health bookkeeping is sized for it).
 inline constexpr size_t kMaxUpstreams = 64;
 
+// A Redis server: an IP address and port, or a unix socket path. Never a host name: resolving
+// one would be a blocking lookup on the daemon's own threads, maybe through itself.
+struct RedisEndpoint {
+    SocketAddress address;  // when unix_path is empty
+    std::string unix_path;
+
+    std::string to_string() const { return unix_path.empty() ? address.to_string() : unix_path; }
+    bool operator==(const RedisEndpoint&) const = default;
+};
+
+// "127.0.0.1:6379", "[::1]:6379", "127.0.0.1" (port 6379) or "/run/redis/redis.sock".
+std::optional<RedisEndpoint> parse_redis_endpoint(std::string_view text);
+
+// The optional second-level cache in Redis behind the local one ([shared-cache]). Off unless
+// `redis` or `redis_cluster` is set.
+struct SharedCacheConfig {
+    std::optional<RedisEndpoint> redis;        // one server
+    std::vector<SocketAddress> redis_cluster;  // seed nodes of a Redis Cluster
+    // The most a lookup waits for Redis before the miss goes upstream.
+    uint32_t timeout_ms = 5;
+    std::string key_prefix = "nscache:";
+    std::string user;              // AUTH user (Redis 6 ACL); empty: AUTH with the password alone
+    std::string password;          // empty: no AUTH
+    uint32_t max_inflight = 1000;  // Redis requests one thread keeps outstanding at most
+    bool write = true;             // false: read the tier, never write to it
+
+    bool enabled() const { return redis.has_value() || !redis_cluster.empty(); }
+    bool operator==(const SharedCacheConfig&) const = default;
+};
+
 struct Config {
     std::vector<SocketAddress> listen;       // empty: 127.0.0.1:53 and [::1]:53
     std::vector<UpstreamAddress> upstreams;  // empty: from resolv-file, else /etc/resolv.conf
@@ -123,6 +153,8 @@ struct Config {
     uint32_t rate_limit = 0;
     uint32_t rate_limit_burst = 0;
     RateLimitAction rate_limit_action = RateLimitAction::Drop;
+
+    SharedCacheConfig shared_cache;
 
     // The source of the file the settings came from, for messages.
     std::string config_path;

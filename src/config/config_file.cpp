@@ -372,6 +372,94 @@ std::string where(const std::string& path, const toml::source_region& source) {
     return path + ":" + std::to_string(source.begin.line) + ": ";
 }
 
+using SharedCacheSetter =
+    std::function<std::optional<std::string>(const toml::node&, SharedCacheConfig&)>;
+
+// The keys of the [shared-cache] table.
+const std::map<std::string, SharedCacheSetter, std::less<>>& shared_cache_setters() {
+    using S = SharedCacheConfig;
+    static const std::map<std::string, SharedCacheSetter, std::less<>> table = {
+        {"redis",
+         [](const toml::node& n, S& s) -> std::optional<std::string> {
+             std::string text;
+             if (auto err = string_of(n, text)) return err;
+             auto endpoint = parse_redis_endpoint(text);
+             if (!endpoint) {
+                 return "bad Redis address '" + text +
+                        "' (expected ADDR:PORT, [ADDR6]:PORT or an absolute unix socket path; "
+                        "no host names)";
+             }
+             s.redis = *endpoint;
+             return std::nullopt;
+         }},
+        {"redis-cluster",
+         [](const toml::node& n, S& s) -> std::optional<std::string> {
+             s.redis_cluster.clear();
+             auto err = each_string(n, [&](const std::string& text) -> std::optional<std::string> {
+                 auto address = parse_socket_address(text, 6379);
+                 if (!address) {
+                     return "bad Redis Cluster node '" + text +
+                            "' (expected ADDR:PORT or [ADDR6]:PORT; no host names)";
+                 }
+                 s.redis_cluster.push_back(*address);
+                 return std::nullopt;
+             });
+             if (!err && s.redis_cluster.empty()) return "expected at least one node";
+             return err;
+         }},
+        {"timeout",
+         [](const toml::node& n, S& s) -> std::optional<std::string> {
+             uint64_t ms = 0;
+             if (auto err = duration_of(n, ms)) return err;
+             if (ms < 1 || ms > 10'000) return "expected a duration from 1ms to 10s";
+             s.timeout_ms = static_cast<uint32_t>(ms);
+             return std::nullopt;
+         }},
+        {"key-prefix",
+         [](const toml::node& n, S& s) -> std::optional<std::string> {
+             if (auto err = string_of(n, s.key_prefix)) return err;
+             if (s.key_prefix.size() > 256) return "expected at most 256 bytes";
+             return std::nullopt;
+         }},
+        {"user", [](const toml::node& n, S& s) { return string_of(n, s.user); }},
+        {"password", [](const toml::node& n, S& s) { return string_of(n, s.password); }},
+        {"max-inflight",
+         [](const toml::node& n, S& s) -> std::optional<std::string> {
+             if (auto err = uint_of(n, s.max_inflight, 1'000'000)) return err;
+             if (s.max_inflight == 0) return "expected 1 or more";
+             return std::nullopt;
+         }},
+        {"write", [](const toml::node& n, S& s) { return bool_of(n, s.write); }},
+    };
+    return table;
+}
+
+std::optional<ConfigError> apply_shared_cache(const std::string& path, const toml::node& node,
+                                              Config& config) {
+    const toml::table* table = node.as_table();
+    if (table == nullptr) {
+        return ConfigError{where(path, node.source()) + "shared-cache: expected a table"};
+    }
+    SharedCacheConfig& shared = config.shared_cache;
+    for (const auto& [key, value] : *table) {
+        const auto& setters = shared_cache_setters();
+        auto it = setters.find(key.str());
+        if (it == setters.end()) {
+            return ConfigError{where(path, key.source()) + "unknown option 'shared-cache." +
+                               std::string(key.str()) + "'"};
+        }
+        if (auto err = it->second(value, shared)) {
+            return ConfigError{where(path, value.source()) + "shared-cache." +
+                               std::string(key.str()) + ": " + *err};
+        }
+    }
+    if (shared.redis && !shared.redis_cluster.empty()) {
+        return ConfigError{where(path, node.source()) +
+                           "shared-cache: set redis or redis-cluster, not both"};
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 namespace {
@@ -449,6 +537,10 @@ std::optional<ConfigError> apply_forwards(const std::string& path, const toml::n
 std::optional<ConfigError> apply_table(const std::string& path, const toml::table& root,
                                        Config& config) {
     for (const auto& [key, node] : root) {
+        if (key.str() == "shared-cache") {
+            if (auto err = apply_shared_cache(path, node, config)) return err;
+            continue;
+        }
         if (key.str() == "forward") {
             if (auto err = apply_forwards(path, node, config)) return err;
             continue;

@@ -50,6 +50,20 @@ std::optional<uint64_t> parse_duration_ms(std::string_view text) {
 
 namespace nscache {
 
+std::optional<RedisEndpoint> parse_redis_endpoint(std::string_view text) {
+    RedisEndpoint endpoint;
+    if (!text.empty() && text[0] == '/') {
+        // sockaddr_un holds 108 bytes with the terminating NUL.
+        if (text.size() > 107) return std::nullopt;
+        endpoint.unix_path = std::string(text);
+        return endpoint;
+    }
+    auto address = parse_socket_address(text, 6379);
+    if (!address) return std::nullopt;
+    endpoint.address = *address;
+    return endpoint;
+}
+
 std::optional<std::string> normalize_domain(std::string_view text) {
     if (text == ".") return std::string(".");
     if (!text.empty() && text.back() == '.') text.remove_suffix(1);

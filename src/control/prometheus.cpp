@@ -77,6 +77,30 @@ void latency(Exposition& e, const StatsSnapshot& s) {
     }
 }
 
+void histogram(Exposition& e, const std::string& name, const std::string& labels,
+               const LatencySnapshot& l) {
+    const std::string sep = labels.empty() ? "" : labels + ",";
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b < std::size(kLatencyBoundsUs); ++b) {
+        cumulative += l.buckets[b];
+        e.sample(name + "_bucket", sep + "le=\"" + bound(kLatencyBoundsUs[b]) + "\"",
+                 std::to_string(cumulative));
+    }
+    e.sample(name + "_bucket", sep + "le=\"+Inf\"", std::to_string(l.count()));
+    e.sample(name + "_sum", labels, seconds(static_cast<double>(l.sum_us) / 1e6));
+    e.sample(name + "_count", labels, std::to_string(l.count()));
+}
+
+void shared_tier(Exposition& e, const StatsSnapshot& s) {
+    e.family("shared_cache_state",
+             "the shared tier in Redis: 0 off, 1 up, 2 degraded (some nodes marked down), 3 down",
+             "gauge");
+    e.sample("shared_cache_state", "", std::to_string(static_cast<int>(s.shared_state)));
+    e.family("shared_lookup_seconds", "how long shared-tier lookups that got a reply waited",
+             "histogram");
+    histogram(e, "shared_lookup_seconds", "", s.shared_latency);
+}
+
 void upstream_groups(Exposition& e, const StatsSnapshot& s) {
     e.family("forward_questions_total",
              "questions sent to a group of upstream servers (the default group \".\" or a "
@@ -135,6 +159,7 @@ std::string format_prometheus(const StatsSnapshot& s) {
     e.family("uptime_seconds", "seconds since start", "gauge");
     e.sample("uptime_seconds", "", std::to_string(s.uptime_s));
     latency(e, s);
+    shared_tier(e, s);
     upstream_groups(e, s);
     return e.take();
 }

@@ -18,6 +18,20 @@ std::string milliseconds(uint64_t us) {
     return number(static_cast<double>(us) / 1000.0);
 }
 
+const char* state_name(SharedTierState state) {
+    switch (state) {
+        case SharedTierState::Up:
+            return "up";
+        case SharedTierState::Degraded:
+            return "degraded";
+        case SharedTierState::Down:
+            return "down";
+        case SharedTierState::Off:
+            break;
+    }
+    return "off";
+}
+
 std::string json_escape(const std::string& s) {
     std::string out;
     for (char c : s) {
@@ -38,6 +52,22 @@ std::string json_escape(const std::string& s) {
 double mean_ms(const LatencySnapshot& l) {
     const uint64_t n = l.count();
     return n == 0 ? 0.0 : static_cast<double>(l.sum_us) / 1000.0 / static_cast<double>(n);
+}
+
+std::string latency_text(const LatencySnapshot& l) {
+    return "count=" + std::to_string(l.count()) + " mean_ms=" + number(mean_ms(l)) +
+           " p50_ms=" + milliseconds(l.quantile_bound_us(0.5)) +
+           " p99_ms=" + milliseconds(l.quantile_bound_us(0.99));
+}
+
+std::string latency_json(const LatencySnapshot& l) {
+    std::string buckets = "[";
+    for (uint64_t b : l.buckets) {
+        if (buckets.size() > 1) buckets += ", ";
+        buckets += std::to_string(b);
+    }
+    return "{\"count\": " + std::to_string(l.count()) +
+           ", \"sum_us\": " + std::to_string(l.sum_us) + ", \"buckets\": " + buckets + "]}";
 }
 
 }  // namespace
@@ -75,11 +105,13 @@ StatsSnapshot collect_stats(const StatsSources& sources, uint64_t now_ms) {
         NSCACHE_WORKER_COUNTERS(NSCACHE_SUM_FIELD)
 #undef NSCACHE_SUM_FIELD
         for (size_t i = 0; i < kAnswerSources; ++i) s.latency[i].add(w.latency[i]);
+        s.shared_latency.add(w.shared_latency);
     }
     // A hit is answered in the loop turn that read it: on the loop's clock, zero. The hit path
     // writes no bucket for it; its counter is the bucket.
     s.latency[static_cast<size_t>(AnswerSource::cache)].buckets[0] += s.cache_hits;
     if (sources.cache != nullptr) s.cache = sources.cache->counters();
+    if (sources.shared_tier != nullptr) s.shared_state = sources.shared_tier->state();
     const uint64_t lookups = s.cache_hits + s.cache_misses;
     s.hit_ratio =
         lookups == 0 ? 0.0 : static_cast<double>(s.cache_hits) / static_cast<double>(lookups);
@@ -100,16 +132,14 @@ std::string format_text(const StatsSnapshot& s) {
 #define NSCACHE_TEXT_FIELD(name, help) line(#name, std::to_string(s.name));
     NSCACHE_WORKER_COUNTERS(NSCACHE_TEXT_FIELD)
 #undef NSCACHE_TEXT_FIELD
+    line("shared_cache_state", state_name(s.shared_state));
     line("hit_ratio", number(s.hit_ratio));
     for (const auto& f : kCacheFields) line(f.name, std::to_string(s.cache.*f.field));
     line("uptime_seconds", std::to_string(s.uptime_s));
     for (size_t i = 0; i < kAnswerSources; ++i) {
-        const LatencySnapshot& l = s.latency[i];
-        line(std::string("latency_") + kAnswerSourceNames[i],
-             "count=" + std::to_string(l.count()) + " mean_ms=" + number(mean_ms(l)) +
-                 " p50_ms=" + milliseconds(l.quantile_bound_us(0.5)) +
-                 " p99_ms=" + milliseconds(l.quantile_bound_us(0.99)));
+        line(std::string("latency_") + kAnswerSourceNames[i], latency_text(s.latency[i]));
     }
+    line("shared_lookup_latency", latency_text(s.shared_latency));
     for (const auto& g : s.upstream_groups) {
         line("forward " + g.name, "questions=" + std::to_string(g.questions) +
                                       " failures=" + std::to_string(g.failures));
@@ -135,6 +165,7 @@ std::string format_json(const StatsSnapshot& s) {
 #define NSCACHE_JSON_FIELD(name, help) field(#name, std::to_string(s.name));
     NSCACHE_WORKER_COUNTERS(NSCACHE_JSON_FIELD)
 #undef NSCACHE_JSON_FIELD
+    field("shared_cache_state", std::string("\"") + state_name(s.shared_state) + "\"");
     field("hit_ratio", number(s.hit_ratio));
     for (const auto& f : kCacheFields) field(f.name, std::to_string(s.cache.*f.field));
     field("uptime_seconds", std::to_string(s.uptime_s));
@@ -147,18 +178,11 @@ std::string format_json(const StatsSnapshot& s) {
     field("latency_bucket_bounds_us", bounds + "]");
     std::string latency = "{";
     for (size_t i = 0; i < kAnswerSources; ++i) {
-        const LatencySnapshot& l = s.latency[i];
         if (latency.size() > 1) latency += ", ";
-        std::string buckets = "[";
-        for (uint64_t b : l.buckets) {
-            if (buckets.size() > 1) buckets += ", ";
-            buckets += std::to_string(b);
-        }
-        latency += std::string("\"") + kAnswerSourceNames[i] +
-                   "\": {\"count\": " + std::to_string(l.count()) +
-                   ", \"sum_us\": " + std::to_string(l.sum_us) + ", \"buckets\": " + buckets + "]}";
+        latency += std::string("\"") + kAnswerSourceNames[i] + "\": " + latency_json(s.latency[i]);
     }
     field("answer_latency", latency + "}");
+    field("shared_lookup_latency", latency_json(s.shared_latency));
 
     std::string forwards = "[";
     std::string upstreams = "[";

@@ -15,6 +15,7 @@
 #include "cache/cache.h"
 #include "common/counters.h"
 #include "common/latency_histogram.h"
+#include "sharedcache/tier_health.h"
 #include "upstream/upstream_set.h"
 
 namespace nscache::control {
@@ -47,6 +48,10 @@ struct StatsSnapshot {
 #define NSCACHE_SNAPSHOT_FIELD(name, help) uint64_t name = 0;
     NSCACHE_WORKER_COUNTERS(NSCACHE_SNAPSHOT_FIELD)
 #undef NSCACHE_SNAPSHOT_FIELD
+    // Up when no Redis node is marked down, down when all are, degraded in between; off
+    // without [shared-cache].
+    SharedTierState shared_state = SharedTierState::Off;
+    LatencySnapshot shared_latency;  // shared-tier lookups that got a reply
     cache::CacheCounters cache;
     double hit_ratio = 0;
     uint64_t uptime_s = 0;
@@ -68,6 +73,7 @@ struct StatsSources {
     // The groups in force now, asked at every read (forwarding rules and reloads change them).
     std::function<std::vector<UpstreamGroupSource>()> upstream_groups;
     uint64_t started_ms = 0;
+    const sharedcache::TierHealth* shared_tier = nullptr;
 };
 
 // A source for a daemon with one fixed set: the default group "." over `set`, which must

@@ -26,6 +26,13 @@ Resolver::Resolver(uint32_t worker, EventLoop& loop, ResolverShared& shared, Com
       streams_(
           loop, counters, shared.tls,
           StreamOptions{shared.options.stream_idle_timeout_ms, shared.options.edns_buffer_size}) {
+    // [shared-cache] is read at start only (a reload keeps it): the tier's settings live in
+    // the shared options, which outlive every Resolver.
+    if (shared_.options.shared_cache.enabled()) {
+        tier_ = std::make_unique<sharedcache::SharedTier>(loop_, shared_.options.shared_cache,
+                                                          options_.ttl, shared_.tier_health,
+                                                          counters_, *this);
+    }
     // One worker probes upstreams marked down, so each gets one probe a second, not N.
     if (worker_ == 0) {
         rebuild_probes();
@@ -82,6 +89,7 @@ bool Resolver::answer_locally(const Question& question, const Route& route, uint
 
 Resolver::~Resolver() {
     loop_.cancel_timer(probe_timer_);
+    tier_.reset();  // before the lookups it would report on
 }
 
 void Resolver::schedule_probes() {
@@ -106,7 +114,9 @@ bool Resolver::resolve(const Question& question, uint64_t cookie) {
             bump(counters_.coalesced);
             return true;
         case JoinResult::Leader:
-            if (start(question, key, rule)) return true;
+            if ((rule.cache && ask_shared(question, key, false)) || start(question, key, rule)) {
+                return true;
+            }
             fail_waiters(key, &waiter);
             return false;
     }
@@ -120,6 +130,7 @@ void Resolver::refresh(const Question& question) {
     // RFC 9520 §3.2 holds for background refreshes too (serve-stale, prefetch).
     if (shared_.failures.failing(key, loop_.now_ms(), nullptr)) return;
     if (shared_.inflight.join(key, nullptr) == JoinResult::Leader &&
+        !(route.rule->cache && ask_shared(question, key, true)) &&
         !start(question, key, *route.rule)) {
         fail_waiters(key, nullptr);
     }
@@ -157,6 +168,40 @@ void Resolver::fail_waiters(const std::string& key, const Waiter* except) {
     }
 }
 
+bool Resolver::ask_shared(const Question& question, const std::string& key, bool refresh) {
+    if (!tier_) return false;
+    SlotTable<SharedLookup>::Id id;
+    SharedLookup* lookup = shared_lookups_.add(id);
+    lookup->question = question;
+    lookup->key = key;
+    if (tier_->lookup(question.cache_key(), id, refresh)) return true;
+    shared_lookups_.remove(id);
+    return false;
+}
+
+void Resolver::shared_lookup_done(uint64_t token,
+                                  std::shared_ptr<const cache::PreparedAnswer> answer) {
+    SharedLookup* lookup = shared_lookups_.find(token);
+    if (lookup == nullptr) return;
+    const Question question = lookup->question;
+    const std::string key = std::move(lookup->key);
+    shared_lookups_.remove(token);
+    if (!answer) {
+        // Not in the tier, or the tier failed: the question goes upstream as it would have,
+        // by the routing in force now (a reload may have come in between).
+        const Route route = routing_->route(question.name.view());
+        if (route.kind != RouteKind::Forward || !start(question, key, *route.rule)) {
+            fail_waiters(key, nullptr);
+        }
+        return;
+    }
+    // Another host's answer, checked and counted down by the tier: cached and delivered like
+    // an upstream's, and not written back.
+    shared_.cache.insert(question.cache_key(), *answer, loop_.now_ms());
+    shared_.failures.clear(key);
+    deliver_all(key, ResolveOutcome{std::move(answer), FailureReason::NoReachableAuthority});
+}
+
 void Resolver::finished(UpstreamQuery* query, std::shared_ptr<const cache::PreparedAnswer> answer) {
     // Into the cache before the waiters are taken: a query arriving in between finds the
     // cache entry, one arriving before joined the waiters. None goes upstream again.
@@ -165,6 +210,8 @@ void Resolver::finished(UpstreamQuery* query, std::shared_ptr<const cache::Prepa
     const bool same_routing = query->set_owner() == routing_.get();
     if (answer && answer->ttl > 0 && query->cacheable() && same_routing) {
         shared_.cache.insert(query->question().cache_key(), *answer, loop_.now_ms());
+        // For the other hosts; SERVFAIL and answers not to be cached are never shared.
+        if (tier_) tier_->store(query->question().cache_key(), *answer);
     }
     const FailureReason reason = query->failure_reason();
     if (!answer) {
@@ -174,9 +221,13 @@ void Resolver::finished(UpstreamQuery* query, std::shared_ptr<const cache::Prepa
     } else if (answer->rcode <= static_cast<uint8_t>(dns::Rcode::NxDomain)) {
         shared_.failures.clear(query->key());
     }
-    std::vector<Waiter> waiters = shared_.inflight.finish(query->key());
-    const ResolveOutcome outcome{std::move(answer), reason};
+    const std::string key = query->key();
     queries_.erase(query);  // destroys the query; nothing of it is used below
+    deliver_all(key, ResolveOutcome{std::move(answer), reason});
+}
+
+void Resolver::deliver_all(const std::string& key, const ResolveOutcome& outcome) {
+    const std::vector<Waiter> waiters = shared_.inflight.finish(key);
     for (const Waiter& w : waiters) {
         if (w.worker == worker_) {
             sink_.deliver(w.cookie, outcome);

@@ -15,6 +15,9 @@
 #include "cache/cache.h"
 #include "common/counters.h"
 #include "common/event_loop.h"
+#include "common/slot_table.h"
+#include "config/config.h"
+#include "sharedcache/shared_tier.h"
 #include "upstream/completion.h"
 #include "upstream/forwarder.h"
 #include "upstream/inflight.h"
@@ -41,6 +44,9 @@ struct ResolverOptions {
     UdpPoolOptions udp_pool;
     uint64_t stream_idle_timeout_ms = 10'000;  // upstream TCP and TLS connections
     TlsAuth tls_auth = TlsAuth::Strict;
+    // The second-level cache in Redis ([shared-cache]); off unless it names a server. Read
+    // from the options at start (ResolverShared's) only: a reload keeps it.
+    SharedCacheConfig shared_cache;
 };
 
 // What the resolvers of all workers share. Settings that a reload changes (the routing and
@@ -51,13 +57,14 @@ struct ResolverShared {
     InflightTable inflight;
     std::vector<CompletionQueue*> queues;  // indexed by worker
     FailureCache failures{options.failures};
-    const TlsClient* tls = nullptr;  // null: no tls:// upstream
+    const TlsClient* tls = nullptr;         // null: no tls:// upstream
+    sharedcache::TierHealth tier_health{};  // the shared tier's nodes, as every thread sees them
 };
 
 class UpstreamQuery;
 class UpstreamProbe;
 
-class Resolver final : public Forwarder {
+class Resolver final : public Forwarder, public sharedcache::LookupSink {
   public:
     Resolver(uint32_t worker, EventLoop& loop, ResolverShared& shared, CompletionSink& sink,
              WorkerCounters& counters, std::shared_ptr<const Routing> routing);
@@ -84,7 +91,21 @@ class Resolver final : public Forwarder {
     // Called by an UpstreamQuery when it is done; destroys it.
     void finished(UpstreamQuery* query, std::shared_ptr<const cache::PreparedAnswer> answer);
 
+    // sharedcache::LookupSink: the shared tier's answer to a miss (null: go upstream).
+    void shared_lookup_done(uint64_t token,
+                            std::shared_ptr<const cache::PreparedAnswer> answer) override;
+
   private:
+    // A leader's question while the shared tier is asked.
+    struct SharedLookup {
+        Question question;
+        std::string key;
+    };
+
+    // Asks the shared tier first (a local miss costs one Redis round trip before going
+    // upstream, and saves the upstream query on a hit); false when there is no tier or it
+    // cannot be asked now. Only for questions whose forwarding rule caches.
+    bool ask_shared(const Question& question, const std::string& key, bool refresh);
     // Sends the query upstream; false (nothing started) over max_outstanding.
     bool start(const Question& question, std::string key, const ForwardRule& rule);
     // A question nscache answers itself (local names, local zones, CHAOS): delivered through
@@ -94,6 +115,8 @@ class Resolver final : public Forwarder {
     // Ends a question that could not be started: every waiter other than `except` (which the
     // caller answers itself) gets a failure through its worker's queue, never synchronously.
     void fail_waiters(const std::string& key, const Waiter* except);
+    // Hands `outcome` to every waiter of `key`: this worker's directly, others' by queue.
+    void deliver_all(const std::string& key, const ResolveOutcome& outcome);
     void schedule_probes();
 
     const uint32_t worker_;
@@ -108,6 +131,8 @@ class Resolver final : public Forwarder {
     UdpSocketPool udp_pool_;
     StreamPool streams_;
     std::unordered_map<UpstreamQuery*, std::unique_ptr<UpstreamQuery>> queries_;
+    std::unique_ptr<sharedcache::SharedTier> tier_;  // null: no [shared-cache]
+    SlotTable<SharedLookup> shared_lookups_;
     std::vector<std::unique_ptr<UpstreamProbe>> probes_;
     EventLoop::TimerHandle probe_timer_ = EventLoop::kNoTimer;
 };

@@ -143,6 +143,77 @@ TEST_F(ConfigFileTest, ExampleConfigIsValid) {
     EXPECT_EQ(c.query_timeout_ms, defaults.query_timeout_ms);
     EXPECT_EQ(c.stale_ttl_s, defaults.stale_ttl_s);
     EXPECT_EQ(c.stale_answer_timeout_ms, defaults.stale_answer_timeout_ms);
+    EXPECT_FALSE(c.shared_cache.enabled());
+    EXPECT_EQ(c.shared_cache.timeout_ms, defaults.shared_cache.timeout_ms);
+    EXPECT_EQ(c.shared_cache.key_prefix, defaults.shared_cache.key_prefix);
+    EXPECT_EQ(c.shared_cache.max_inflight, defaults.shared_cache.max_inflight);
+}
+
+TEST_F(ConfigFileTest, SharedCacheIsOffUnlessItNamesRedis) {
+    Config c;
+    ASSERT_FALSE(load_config_file(write("[shared-cache]\ntimeout = \"3ms\"\n"), c));
+    EXPECT_FALSE(c.shared_cache.enabled());
+    EXPECT_EQ(c.shared_cache.timeout_ms, 3u);
+    EXPECT_FALSE(Config{}.shared_cache.enabled());
+}
+
+TEST_F(ConfigFileTest, SharedCacheTable) {
+    Config c;
+    auto err = load_config_file(write(R"(
+threads = 2
+[shared-cache]
+redis = "/run/redis/redis.sock"
+timeout = "8ms"
+key-prefix = "dns:"
+user = "nscache"
+password = "secret"
+max-inflight = 64
+write = false
+)"),
+                                c);
+    ASSERT_FALSE(err) << err->message;
+    EXPECT_EQ(c.threads, 2u);
+    const SharedCacheConfig& s = c.shared_cache;
+    ASSERT_TRUE(s.enabled());
+    EXPECT_EQ(s.redis->unix_path, "/run/redis/redis.sock");
+    EXPECT_EQ(s.timeout_ms, 8u);
+    EXPECT_EQ(s.key_prefix, "dns:");
+    EXPECT_EQ(s.user, "nscache");
+    EXPECT_EQ(s.password, "secret");
+    EXPECT_EQ(s.max_inflight, 64u);
+    EXPECT_FALSE(s.write);
+
+    Config cluster;
+    ASSERT_FALSE(load_config_file(
+        write("[shared-cache]\nredis-cluster = [\"10.0.0.1:7000\", \"[2001:db8::1]\"]\n"),
+        cluster));
+    ASSERT_EQ(cluster.shared_cache.redis_cluster.size(), 2u);
+    EXPECT_EQ(cluster.shared_cache.redis_cluster[1].to_string(), "[2001:db8::1]:6379");
+    Config plain;
+    ASSERT_FALSE(load_config_file(write("[shared-cache]\nredis = \"127.0.0.1\"\n"), plain));
+    EXPECT_EQ(plain.shared_cache.redis->to_string(), "127.0.0.1:6379");
+}
+
+TEST_F(ConfigFileTest, SharedCacheMistakesAreClearErrors) {
+    const std::pair<const char*, const char*> cases[] = {
+        {"[shared-cache]\nredis = \"redis.example:6379\"\n", "no host names"},
+        {"[shared-cache]\nredis = \"127.0.0.1:1\"\nredis-cluster = [\"127.0.0.1:2\"]\n",
+         "not both"},
+        {"[shared-cache]\nredis-cluster = []\n", "at least one node"},
+        {"[shared-cache]\ntimeout = \"0ms\"\n", "from 1ms to 10s"},
+        {"[shared-cache]\ntimeout = \"1m\"\n", "from 1ms to 10s"},
+        {"[shared-cache]\nmax-inflight = 0\n", "1 or more"},
+        {"[shared-cache]\nwrite = \"yes\"\n", "true or false"},
+        {"[shared-cache]\nport = 6379\n", "unknown option 'shared-cache.port'"},
+        {"shared-cache = \"127.0.0.1\"\n", "expected a table"},
+    };
+    for (const auto& [text, message] : cases) {
+        Config c;
+        auto err = load_config_file(write(text), c);
+        ASSERT_TRUE(err) << text;
+        EXPECT_NE(err->message.find(message), std::string::npos) << err->message;
+        EXPECT_NE(err->message.find(".toml:"), std::string::npos) << err->message;
+    }
 }
 
 TEST(ConfigValues, SizesAndDurations) {
