@@ -22,11 +22,11 @@
 #include "cache/answer.h"
 #include "cache/cache.h"
 #include "common/event_loop.h"
+#include "common/listener.h"
 #include "common/mutex.h"
 #include "common/slot_table.h"
 #include "config/address.h"
 #include "control/control_connection.h"
-#include "control/listener.h"
 #include "control/peer_access.h"
 #include "control/stats.h"
 

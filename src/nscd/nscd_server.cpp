@@ -204,15 +204,6 @@ class NscdConnection final : public EventHandler {
     bool writing_ = false;
 };
 
-class NscdServer::Acceptor final : public EventHandler {
-  public:
-    explicit Acceptor(NscdServer& server) : server_(server) {}
-    void on_event(uint32_t) override { server_.accept_connections(); }
-
-  private:
-    NscdServer& server_;
-};
-
 NscdServer::NscdServer(upstream::ResolverShared& resolver, WorkerCounters& counters,
                        uint32_t worker_index, NscdOptions options, server::SettingsPtr settings)
     : counters_(counters),
@@ -226,6 +217,7 @@ NscdServer::NscdServer(upstream::ResolverShared& resolver, WorkerCounters& count
 
 NscdServer::~NscdServer() {
     stop();
+    listener_.reset();
     connections_.clear();
     graveyard_.clear();
     if (listen_fd_ >= 0) {
@@ -279,8 +271,10 @@ void NscdServer::start() {
                   std::strerror(errno));
         return;
     }
-    acceptor_ = std::make_unique<Acceptor>(*this);
-    loop_.add(listen_fd_, EPOLLIN, acceptor_.get(), listener_);
+    listener_ = std::make_unique<Listener>(
+        loop_, listen_fd_, "nscd socket",
+        [this](int fd, const sockaddr_storage&, socklen_t) { adopt_connection(fd); });
+    listener_->start();
     if (options_.proxy_other_databases) others_.start();
     thread_ = std::thread([this] {
         loop_.refresh_now();
@@ -335,26 +329,15 @@ void NscdServer::count_rotations() {
         bump(counters_.nscd_map_rotations);
 }
 
-void NscdServer::accept_connections() {
-    for (int i = 0; i < 64; ++i) {
-        const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED) continue;
-            if (errno != EAGAIN) {
-                log_warning_limited("nscd socket: cannot accept a connection: %s",
-                                    std::strerror(errno));
-            }
-            return;
-        }
-        uint64_t id;
-        std::unique_ptr<NscdConnection>* slot = connections_.add(id);
-        if (slot == nullptr) {  // kMaxConnections open: the client asks NSS itself
-            close(fd);
-            continue;
-        }
-        *slot = std::make_unique<NscdConnection>(*this, loop_, fd, id);
-        if (!(*slot)->start()) connections_.remove(id);
+void NscdServer::adopt_connection(int fd) {
+    uint64_t id;
+    std::unique_ptr<NscdConnection>* slot = connections_.add(id);
+    if (slot == nullptr) {  // kMaxConnections open: the client asks NSS itself
+        close(fd);
+        return;
     }
+    *slot = std::make_unique<NscdConnection>(*this, loop_, fd, id);
+    if (!(*slot)->start()) connections_.remove(id);
 }
 
 void NscdServer::release(NscdConnection* connection) {

@@ -16,6 +16,7 @@
 
 #include "common/counters.h"
 #include "common/event_loop.h"
+#include "common/listener.h"
 #include "common/slot_table.h"
 #include "hostdb/host_lookup.h"
 #include "nscd/map_writer.h"
@@ -77,9 +78,7 @@ class NscdServer final : public hostdb::HostSink {
     };
     using RequestId = SlotTable<Request>::Id;
 
-    class Acceptor;
-
-    void accept_connections();
+    void adopt_connection(int fd);
     void start_host_lookup(NscdConnection* connection, RequestType type, std::vector<uint8_t> key,
                            uint32_t refreshes_left, bool refresh, const std::string& refresh_name);
     void answer_host(RequestId id, const hostdb::HostAnswer& answer);
@@ -101,8 +100,7 @@ class NscdServer final : public hostdb::HostSink {
     NetlinkWatch netlink_;
     OtherDatabases others_;
     int listen_fd_ = -1;
-    EventLoop::Registration listener_ = EventLoop::kNoRegistration;
-    std::unique_ptr<Acceptor> acceptor_;
+    std::unique_ptr<Listener> listener_;  // from start()
     SlotTable<std::unique_ptr<NscdConnection>> connections_;
     std::vector<std::unique_ptr<NscdConnection>> graveyard_;
     SlotTable<Request> requests_;

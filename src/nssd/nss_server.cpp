@@ -20,8 +20,6 @@ constexpr size_t kMaxConnections = 4096;
 // still works on them (it answers within its own timeout, well before the connection's).
 constexpr size_t kMaxRequests = 2 * kMaxConnections;
 constexpr uint64_t kConnectionTimeoutMs = 10'000;
-// How long the listener is left alone when no descriptor is free to accept with.
-constexpr uint64_t kListenerPauseMs = 100;
 constexpr int kAfInet = 2;
 constexpr int kAfInet6 = 10;
 
@@ -161,15 +159,6 @@ class NssConnection final : public EventHandler {
     bool writing_ = false;
 };
 
-class NssServer::Acceptor final : public EventHandler {
-  public:
-    explicit Acceptor(NssServer& server) : server_(server) {}
-    void on_event(uint32_t) override { server_.accept_connections(); }
-
-  private:
-    NssServer& server_;
-};
-
 NssServer::NssServer(upstream::ResolverShared& resolver, WorkerCounters& counters,
                      uint32_t worker_index, NssOptions options, server::SettingsPtr settings)
     : counters_(counters),
@@ -181,13 +170,13 @@ NssServer::NssServer(upstream::ResolverShared& resolver, WorkerCounters& counter
 
 NssServer::~NssServer() {
     stop();
+    listener_.reset();
     connections_.clear();
     graveyard_.clear();
     if (listen_fd_ >= 0) {
         close(listen_fd_);
         unlink(options_.socket_path.c_str());
     }
-    if (spare_fd_ >= 0) close(spare_fd_);
     map_.close();
 }
 
@@ -213,16 +202,16 @@ std::optional<std::string> NssServer::open() {
         return "cannot bind NSS socket " + options_.socket_path + ": " +
                std::strerror(bound ? errno : bind_errno);
     }
-    // Held in reserve for running out of descriptors (accept_connections).
-    spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (auto error = map_.create()) return error;
     log_info("NSS socket %s", options_.socket_path.c_str());
     return std::nullopt;
 }
 
 void NssServer::start() {
-    acceptor_ = std::make_unique<Acceptor>(*this);
-    loop_.add(listen_fd_, EPOLLIN, acceptor_.get(), listener_);
+    listener_ = std::make_unique<Listener>(
+        loop_, listen_fd_, "NSS socket",
+        [this](int fd, const sockaddr_storage&, socklen_t) { adopt_connection(fd); });
+    listener_->start();
     thread_ = std::thread([this] {
         loop_.refresh_now();
         lookup_.apply(settings_->routing, settings_->resolver);
@@ -248,53 +237,15 @@ void NssServer::stop() {
     thread_.join();
 }
 
-void NssServer::accept_connections() {
-    for (int i = 0; i < 64; ++i) {
-        const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED) continue;
-            if (errno == EAGAIN) return;
-            // Out of descriptors (EMFILE, ENFILE) or kernel memory: the connection stays in
-            // the backlog and the listener stays readable, which on a level-triggered loop
-            // would spin this thread at full speed until a descriptor frees up.
-            log_warning_limited("NSS socket: cannot accept a connection: %s", std::strerror(errno));
-            if (!shed_connection()) {
-                pause_listener();
-                return;
-            }
-            continue;
-        }
-        uint64_t id;
-        std::unique_ptr<NssConnection>* slot = connections_.add(id);
-        if (slot == nullptr) {  // kMaxConnections open already
-            close(fd);
-            continue;
-        }
-        *slot = std::make_unique<NssConnection>(*this, loop_, fd, id);
-        if (!(*slot)->start()) connections_.remove(id);  // the destructor closes fd
+void NssServer::adopt_connection(int fd) {
+    uint64_t id;
+    std::unique_ptr<NssConnection>* slot = connections_.add(id);
+    if (slot == nullptr) {  // kMaxConnections open already
+        close(fd);
+        return;
     }
-}
-
-bool NssServer::shed_connection() {
-    if (spare_fd_ < 0) return false;
-    // The spare descriptor makes room to accept the waiting client and close it at once: it
-    // sees its connection closed (and tries again, or asks dns) instead of waiting.
-    close(spare_fd_);
-    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd >= 0) close(fd);
-    spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);  // another thread may win it
-    return fd >= 0 && spare_fd_ >= 0;
-}
-
-void NssServer::pause_listener() {
-    if (listener_paused_) return;
-    listener_paused_ = true;
-    loop_.modify(listener_, 0);
-    loop_.add_timer(loop_.now_ms() + kListenerPauseMs, [this] {
-        listener_paused_ = false;
-        if (spare_fd_ < 0) spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-        loop_.modify(listener_, EPOLLIN);
-    });
+    *slot = std::make_unique<NssConnection>(*this, loop_, fd, id);
+    if (!(*slot)->start()) connections_.remove(id);  // the destructor closes fd
 }
 
 void NssServer::release(NssConnection* connection) {

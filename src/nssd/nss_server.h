@@ -14,6 +14,7 @@
 
 #include "common/counters.h"
 #include "common/event_loop.h"
+#include "common/listener.h"
 #include "common/slot_table.h"
 #include "hostdb/host_lookup.h"
 #include "nssd/hosts_map.h"
@@ -71,20 +72,13 @@ class NssServer final : public hostdb::HostSink {
     };
     using RequestId = SlotTable<Request>::Id;
 
-    void accept_connections();
-    // Out of descriptors: accepts the oldest waiting client into the spare descriptor and
-    // closes it; false when there is no spare (then pause_listener()).
-    bool shed_connection();
-    // Stops watching the listening socket for a short while.
-    void pause_listener();
+    void adopt_connection(int fd);
     void finish(RequestId id, const hostdb::HostAnswer& answer);
     // Sends a response naming the map; pass_fd (if not -1) rides along as SCM_RIGHTS.
     void answer(NssConnection& connection, uint16_t status, int32_t family, uint32_t ttl,
                 std::span<const uint8_t> payload, int pass_fd = -1);
     // NSCACHE_NSS_GET_MAP: the map's descriptor and size.
     void send_map(NssConnection& connection);
-
-    class Acceptor;
 
     WorkerCounters& counters_;
     NssOptions options_;
@@ -94,10 +88,7 @@ class NssServer final : public hostdb::HostSink {
     hostdb::HostLookup lookup_;
     HostsMap map_;
     int listen_fd_ = -1;
-    int spare_fd_ = -1;
-    EventLoop::Registration listener_ = EventLoop::kNoRegistration;
-    bool listener_paused_ = false;
-    std::unique_ptr<Acceptor> acceptor_;
+    std::unique_ptr<Listener> listener_;  // from start()
     SlotTable<std::unique_ptr<NssConnection>> connections_;
     std::vector<std::unique_ptr<NssConnection>> graveyard_;
     SlotTable<Request> requests_;

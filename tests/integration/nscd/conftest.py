@@ -70,11 +70,12 @@ def client(nscd_ns):
 
 @pytest.fixture
 def nscd_daemon(daemon, fake_upstream, nscd_ns, ns_nsd):
-    """Factory: nscd_daemon(config=None, extra_args=(), in_netns=False) -> Daemon (its upstream:
-    fake_upstream with RECORDS; in_netns: NSD in the namespaces)."""
+    """Factory: nscd_daemon(config=None, extra_args=(), in_netns=False, prefix=()) -> Daemon (its
+    upstream: fake_upstream with RECORDS; in_netns: NSD in the namespaces; prefix: a command
+    that execs the daemon, such as prlimit)."""
     loaded = []
 
-    def start(config=None, extra_args=(), in_netns=False):
+    def start(config=None, extra_args=(), in_netns=False, prefix=()):
         if not loaded:
             for name, rtype, ttl, rdatas in RECORDS:
                 fake_upstream.add(name, rtype, ttl, *rdatas)
@@ -84,9 +85,9 @@ def nscd_daemon(daemon, fake_upstream, nscd_ns, ns_nsd):
             # NSD there.
             return daemon(["127.0.0.1:53"], config=config, threads=1,
                           extra_args=["--nscd-socket", SOCKET, *extra_args],
-                          wrapper=["nsenter", "-t", str(nscd_ns.pid), "--net", "--mount", "--"])
+                          wrapper=["nsenter", "-t", str(nscd_ns.pid), "--net", "--mount", "--", *prefix])
         return daemon([fake_upstream.addr], config=config, threads=1,
                       extra_args=["--nscd-socket", SOCKET, *extra_args],
-                      wrapper=["nsenter", "-t", str(nscd_ns.pid), "--mount", "--"])
+                      wrapper=["nsenter", "-t", str(nscd_ns.pid), "--mount", "--", *prefix])
 
     return start

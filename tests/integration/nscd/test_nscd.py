@@ -3,6 +3,8 @@ the real daemon, in private namespaces. Each answer is compared with what glibc 
 same call with the daemon stopped (`hosts: files dns` straight, against NSD serving the same
 records as the daemon's upstream)."""
 
+import os
+import socket
 import subprocess
 import time
 
@@ -10,6 +12,7 @@ import dns.rdatatype
 import dns.rrset
 import pytest
 
+from harness import skip_if_sanitized
 from nscdenv import HOSTS, SOCKET
 
 # strace, and under it a client that LeakSanitizer (an ASan build) must leave alone: it cannot
@@ -316,3 +319,48 @@ def test_stress_many_processes_while_records_expire_and_rotate(nscd_ns, client, 
         assert rotations > 0, "the map never filled: the test did not exercise rotation"
     finally:
         fake_upstream.generator = None
+
+
+def _cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def test_out_of_descriptors_does_not_spin(nscd_ns, client, nscd_daemon):
+    """With its descriptors used up by idle clients, the daemon can accept nothing on the nscd
+    socket: it must neither spin on the still-readable listening socket nor log a line per
+    attempt, and it answers again once the clients go."""
+    skip_if_sanitized()
+    d = nscd_daemon(config="upstream-sockets = 4\n", prefix=["prlimit", "--nofile=48:48", "--"])
+    # The daemon's socket, reached through its own root (it lives in the test's mount namespace;
+    # /var/run is an absolute symlink, which would resolve in ours).
+    path = f"/proc/{d.pid}/root{SOCKET.replace('/var/run/', '/run/')}"
+    clients = []
+    try:
+        for _ in range(100):  # more than the daemon's 48 descriptors; the rest wait in the backlog
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.connect(path)
+            clients.append(c)
+        deadline = time.monotonic() + 10
+        while len(os.listdir(f"/proc/{d.pid}/fd")) < 46 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(os.listdir(f"/proc/{d.pid}/fd")) >= 46, "the daemon never ran out of descriptors"
+
+        cpu0, wall0 = _cpu_seconds(d.pid), time.monotonic()
+        time.sleep(2)
+        cpu, wall = _cpu_seconds(d.pid) - cpu0, time.monotonic() - wall0
+        assert cpu < 0.5 * wall, f"the daemon used {cpu:.2f} s of CPU in {wall:.2f} s while out of descriptors"
+        warnings = [l for l in d.stderr_text().splitlines() if "nscd socket: cannot accept" in l]
+        assert len(warnings) <= wall + 12, warnings  # one a second at most (10 s of waiting above)
+        assert warnings, "running out of descriptors is not logged"
+    finally:
+        for c in clients:
+            c.close()
+    deadline = time.monotonic() + 10
+    while True:
+        rc, out = client.out("byname", "dual", "4")
+        if (rc == 0 and "addr 198.51.100.3" in out) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert rc == 0 and "addr 198.51.100.3" in out, out
+    assert d.proc.poll() is None

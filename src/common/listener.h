@@ -1,9 +1,9 @@
-// A listening socket of the control thread (control socket or metrics endpoint) on its event
-// loop. Accepting never spins: when the process is out of descriptors (EMFILE, ENFILE), the
+// A listening socket on an event loop (control socket, metrics endpoint, NSS socket, nscd
+// socket). Accepting never spins: when the process is out of descriptors (EMFILE, ENFILE), the
 // readable listener would wake a level-triggered loop on every turn, so a spare descriptor is
 // given up to accept the waiting connection and close it at once; without a spare, the
 // listener rests for a second. Either way at most one log line a second.
-// Control thread only.
+// Only the thread that runs `loop` may call it, after construction.
 #pragma once
 
 #include <sys/socket.h>
@@ -13,14 +13,14 @@
 
 #include "common/event_loop.h"
 
-namespace nscache::control {
+namespace nscache {
 
 class Listener final : public EventHandler {
   public:
     // Gets each accepted socket (non-blocking, close-on-exec) and owns it from then on.
     using OnAccept = std::function<void(int fd, const sockaddr_storage& peer, socklen_t length)>;
 
-    // `what` names the socket in log lines ("control socket", "metrics").
+    // `what` names the socket in log lines ("control socket", "metrics", "NSS socket").
     Listener(EventLoop& loop, int fd, std::string what, OnAccept on_accept);
     ~Listener();
     Listener(const Listener&) = delete;
@@ -43,4 +43,4 @@ class Listener final : public EventHandler {
     int spare_fd_ = -1;
 };
 
-}  // namespace nscache::control
+}  // namespace nscache

@@ -1,4 +1,4 @@
-#include "control/listener.h"
+#include "common/listener.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 
 #include "common/log.h"
 
-namespace nscache::control {
+namespace nscache {
 namespace {
 
 // Connections taken per wake-up: the loop's other sockets get their turn in between.
@@ -51,7 +51,8 @@ void Listener::on_event(uint32_t) {
         if (errno == EMFILE || errno == ENFILE) {
             out_of_descriptors();
         } else {
-            log_warning_limited("%s: accept: %s", what_.c_str(), std::strerror(errno));
+            log_warning_limited("%s: cannot accept a connection: %s", what_.c_str(),
+                                std::strerror(errno));
             rest();
         }
         return;
@@ -59,7 +60,8 @@ void Listener::on_event(uint32_t) {
 }
 
 void Listener::out_of_descriptors() {
-    log_warning_limited("%s: out of file descriptors, closing new connections", what_.c_str());
+    log_warning_limited("%s: cannot accept a connection: out of file descriptors, closing new ones",
+                        what_.c_str());
     if (spare_fd_ >= 0) {
         close(spare_fd_);
         const int fd = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
@@ -80,4 +82,4 @@ void Listener::rest() {
     });
 }
 
-}  // namespace nscache::control
+}  // namespace nscache
