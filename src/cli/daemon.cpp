@@ -125,6 +125,7 @@ int run_daemon(const ConfigSource& source, const Config& config) {
     Supervisor supervisor(source, settings, std::move(registry), std::move(hosts));
     upstream::ResolverShared resolver_shared{settings->resolver, cache, {}, {}};
     resolver_shared.tls = tls.get();
+    resolver_shared.routing_in_force.store(settings->routing.get(), std::memory_order_release);
     server::ServerShared shared{config, cache, resolver_shared, {}};
     warn_about_settings(*settings);
 

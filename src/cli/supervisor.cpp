@@ -267,7 +267,11 @@ void Supervisor::publish(const Config& config, const char* why) {
         settings_ = next;
     }
     // Every thread first: what is flushed below cannot come back from the old routes (a
-    // query in flight under them relays its answer but does not cache it).
+    // query in flight under them, or started by a thread that has not switched yet, relays
+    // its answer but does not cache it: only answers under routing_in_force are kept).
+    if (parts_.resolver != nullptr) {
+        parts_.resolver->routing_in_force.store(routing.get(), std::memory_order_release);
+    }
     for (server::Worker* w : parts_.workers) w->post_settings(next);
     if (parts_.nss != nullptr) parts_.nss->post_settings(next);
     if (parts_.nscd != nullptr) parts_.nscd->post_settings(next);

@@ -203,14 +203,17 @@ void HostLookup::ask_part(LookupId id, size_t part) {
             part_done(id, part, std::span<const uint8_t>(scratch_.data(), hit.length), true);
             return;
         }
-        // A question no upstream answered a moment ago (RFC 9520 §3.2): a failure at once,
-        // so the client's own NSS modules get their turn without a wait.
-        if (resolver_.failing(question, nullptr)) {
-            part_done(id, part, {}, false);
-            return;
-        }
     }
-    if (!resolver_.resolve(question, cookie_of(id, part))) part_done(id, part, {}, false);
+    // A question no upstream answered a moment ago (RFC 9520 §3.2): a failure at once, so the
+    // client's own NSS modules get their turn without a wait, and no prefetch asks again.
+    if (resolver_.failing(question, nullptr)) {
+        part_done(id, part, {}, false);
+        return;
+    }
+    // A prefetch takes the shared tier's value only when it is fresher than the cache's.
+    if (!resolver_.resolve(question, cookie_of(id, part), l.query.refresh)) {
+        part_done(id, part, {}, false);
+    }
 }
 
 void HostLookup::deliver(uint64_t cookie, const upstream::ResolveOutcome& outcome) {

@@ -175,12 +175,13 @@ void SharedTier::on_deadlines() {
     }
 }
 
-bool SharedTier::lookup(const cache::CacheKey& key, uint64_t token, bool refresh) {
+bool SharedTier::lookup(const cache::CacheKey& key, uint64_t token, bool refresh,
+                        std::string_view view) {
     if (requests_.size() >= config_.max_inflight) {
         bump(counters_.shared_skipped);
         return false;
     }
-    std::string redis_key = shared_key(config_.key_prefix, key);
+    std::string redis_key = shared_key(config_.key_prefix, key, view);
     const int node = route(redis_key);
     if (node < 0 || nodes_[static_cast<size_t>(node)]->down()) {
         bump(counters_.shared_skipped);
@@ -208,13 +209,14 @@ bool SharedTier::lookup(const cache::CacheKey& key, uint64_t token, bool refresh
     return true;
 }
 
-void SharedTier::store(const cache::CacheKey& key, const cache::PreparedAnswer& answer) {
+void SharedTier::store(const cache::CacheKey& key, const cache::PreparedAnswer& answer,
+                       std::string_view view) {
     if (!config_.write || answer.ttl == 0 || answer.kind == cache::AnswerKind::ServFail) return;
     if (requests_.size() >= config_.max_inflight) {
         bump(counters_.shared_writes_dropped);
         return;
     }
-    std::string redis_key = shared_key(config_.key_prefix, key);
+    std::string redis_key = shared_key(config_.key_prefix, key, view);
     const int node = route(redis_key);
     if (node < 0 || nodes_[static_cast<size_t>(node)]->down()) {
         bump(counters_.shared_writes_dropped);

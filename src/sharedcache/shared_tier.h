@@ -59,11 +59,14 @@ class SharedTier final : public RedisConnection::Listener {
     // Asks the tier for `key`. True: exactly one shared_lookup_done(token, ...) follows, from
     // the loop, within the timeout. False: the tier was not asked (down, full, no route);
     // nothing follows and the caller goes upstream at once. `refresh`: see decode_value.
-    bool lookup(const cache::CacheKey& key, uint64_t token, bool refresh);
+    // `view`: the forwarding rule's domain, empty for the default one (see shared_key).
+    bool lookup(const cache::CacheKey& key, uint64_t token, bool refresh,
+                std::string_view view = {});
 
     // Writes an answer fresh from upstream (cacheable, not SERVFAIL), in the background:
     // SET with PX = its TTL. Does nothing with write = false, or when the tier is down or full.
-    void store(const cache::CacheKey& key, const cache::PreparedAnswer& answer);
+    void store(const cache::CacheKey& key, const cache::PreparedAnswer& answer,
+               std::string_view view = {});
 
     size_t outstanding() const { return requests_.size(); }
 

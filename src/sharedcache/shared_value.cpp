@@ -39,7 +39,7 @@ bool opt_do_bit(dns::Bytes msg, const dns::ScannedResponse& scan) {
 
 }  // namespace
 
-std::string shared_key(std::string_view prefix, const cache::CacheKey& key) {
+std::string shared_key(std::string_view prefix, const cache::CacheKey& key, std::string_view view) {
     std::string k(prefix);
     k += kFormatVersion;
     k += ':';
@@ -50,6 +50,10 @@ std::string shared_key(std::string_view prefix, const cache::CacheKey& key) {
     k += std::to_string(key.qclass);
     k += ':';
     k += std::to_string(key.flags);
+    if (!view.empty()) {
+        k += ":@";
+        k += view;
+    }
     return k;
 }
 

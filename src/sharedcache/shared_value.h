@@ -32,8 +32,12 @@ inline constexpr size_t kValueHeaderSize = 20;
 // more than one byte past this (GETRANGE), so a huge value costs nothing to reject.
 inline constexpr size_t kMaxValueBytes = kValueHeaderSize + 65535;
 
-// "<prefix>1:<name>:<qtype>:<qclass>:<flags>", e.g. "nscache:1:www.example.com.:1:1:0".
-std::string shared_key(std::string_view prefix, const cache::CacheKey& key);
+// "<prefix>1:<name>:<qtype>:<qclass>:<flags>", e.g. "nscache:1:www.example.com.:1:1:0", and
+// ":@<domain>" after it for a question a [[forward]] rule other than the default sends to its
+// own servers (`view`): hosts that route a domain elsewhere (split DNS) never share answers
+// for it with hosts that send it to the default servers.
+std::string shared_key(std::string_view prefix, const cache::CacheKey& key,
+                       std::string_view view = {});
 
 // The value for `answer` (fresh from upstream, its TTL starting now). Empty when the answer
 // cannot be stored (a message over 64 KiB).

@@ -100,7 +100,7 @@ void Resolver::schedule_probes() {
     });
 }
 
-bool Resolver::resolve(const Question& question, uint64_t cookie) {
+bool Resolver::resolve(const Question& question, uint64_t cookie, bool refresh) {
     const Route route = routing_->route(question.name.view());  // once per miss
     if (answer_locally(question, route, cookie)) return true;
     const ForwardRule& rule =
@@ -114,7 +114,8 @@ bool Resolver::resolve(const Question& question, uint64_t cookie) {
             bump(counters_.coalesced);
             return true;
         case JoinResult::Leader:
-            if ((rule.cache && ask_shared(question, key, false)) || start(question, key, rule)) {
+            if ((rule.cache && ask_shared(question, key, refresh, rule)) ||
+                start(question, key, rule)) {
                 return true;
             }
             fail_waiters(key, &waiter);
@@ -130,7 +131,7 @@ void Resolver::refresh(const Question& question) {
     // RFC 9520 §3.2 holds for background refreshes too (serve-stale, prefetch).
     if (shared_.failures.failing(key, loop_.now_ms(), nullptr)) return;
     if (shared_.inflight.join(key, nullptr) == JoinResult::Leader &&
-        !(route.rule->cache && ask_shared(question, key, true)) &&
+        !(route.rule->cache && ask_shared(question, key, true, *route.rule)) &&
         !start(question, key, *route.rule)) {
         fail_waiters(key, nullptr);
     }
@@ -152,7 +153,7 @@ bool Resolver::start(const Question& question, std::string key, const ForwardRul
     auto query = std::make_unique<UpstreamQuery>(*this, loop_, *rule.upstreams, counters_, question,
                                                  std::move(key));
     // The query keeps the routing its set belongs to alive across a reload.
-    query->keep_alive(routing_, rule.cache);
+    query->keep_alive(routing_, rule.cache, shared_view(rule));
     UpstreamQuery* raw = query.get();
     queries_.emplace(raw, std::move(query));
     raw->start();  // never finishes synchronously: failures wait for a timer
@@ -168,13 +169,19 @@ void Resolver::fail_waiters(const std::string& key, const Waiter* except) {
     }
 }
 
-bool Resolver::ask_shared(const Question& question, const std::string& key, bool refresh) {
+std::string_view Resolver::shared_view(const ForwardRule& rule) {
+    return rule.name == "." ? std::string_view() : std::string_view(rule.name);
+}
+
+bool Resolver::ask_shared(const Question& question, const std::string& key, bool refresh,
+                          const ForwardRule& rule) {
     if (!tier_) return false;
     SlotTable<SharedLookup>::Id id;
     SharedLookup* lookup = shared_lookups_.add(id);
     lookup->question = question;
     lookup->key = key;
-    if (tier_->lookup(question.cache_key(), id, refresh)) return true;
+    lookup->routing = routing_;
+    if (tier_->lookup(question.cache_key(), id, refresh, shared_view(rule))) return true;
     shared_lookups_.remove(id);
     return false;
 }
@@ -185,20 +192,28 @@ void Resolver::shared_lookup_done(uint64_t token,
     if (lookup == nullptr) return;
     const Question question = lookup->question;
     const std::string key = std::move(lookup->key);
+    const bool current = in_force(lookup->routing.get());
     shared_lookups_.remove(token);
     if (!answer) {
         // Not in the tier, or the tier failed: the question goes upstream as it would have,
-        // by the routing in force now (a reload may have come in between).
+        // by the routing in force now (a reload may have come in between), with the rule
+        // resolve() would choose (another class than IN goes to the default rule).
         const Route route = routing_->route(question.name.view());
-        if (route.kind != RouteKind::Forward || !start(question, key, *route.rule)) {
+        const bool forward = route.kind == RouteKind::Forward || question.qclass != dns::kClassIN;
+        const ForwardRule& rule =
+            route.kind == RouteKind::Forward ? *route.rule : routing_->rules().front();
+        if (!forward || question.qclass == kClassChaos || !start(question, key, rule)) {
             fail_waiters(key, nullptr);
         }
         return;
     }
     // Another host's answer, checked and counted down by the tier: cached and delivered like
-    // an upstream's, and not written back.
-    shared_.cache.insert(question.cache_key(), *answer, loop_.now_ms());
-    shared_.failures.clear(key);
+    // an upstream's, and not written back. Asked under a routing a reload has replaced since,
+    // it is relayed only: the new route may send the name elsewhere.
+    if (current) {
+        shared_.cache.insert(question.cache_key(), *answer, loop_.now_ms());
+        shared_.failures.clear(key);
+    }
     deliver_all(key, ResolveOutcome{std::move(answer), FailureReason::NoReachableAuthority});
 }
 
@@ -207,14 +222,17 @@ void Resolver::finished(UpstreamQuery* query, std::shared_ptr<const cache::Prepa
     // cache entry, one arriving before joined the waiters. None goes upstream again.
     // A reload that changed the routing meanwhile may have sent this name elsewhere (and
     // flushed what was cached for it): an answer from the old route is relayed, not kept.
-    const bool same_routing = query->set_owner() == routing_.get();
+    const bool same_routing = in_force(query->set_owner());
     if (answer && answer->ttl > 0 && query->cacheable() && same_routing) {
         shared_.cache.insert(query->question().cache_key(), *answer, loop_.now_ms());
         // For the other hosts; SERVFAIL and answers not to be cached are never shared.
-        if (tier_) tier_->store(query->question().cache_key(), *answer);
+        if (tier_) tier_->store(query->question().cache_key(), *answer, query->shared_view());
     }
     const FailureReason reason = query->failure_reason();
-    if (!answer) {
+    if (!same_routing) {
+        // The failure cache was cleared for the new routing: an old route's failure is not
+        // its business.
+    } else if (!answer) {
         // RFC 9520 §3.2: remember that no upstream answered, so the next queries for it are
         // answered at once instead of waiting out another round.
         shared_.failures.record(query->key(), reason, loop_.now_ms());
@@ -224,6 +242,11 @@ void Resolver::finished(UpstreamQuery* query, std::shared_ptr<const cache::Prepa
     const std::string key = query->key();
     queries_.erase(query);  // destroys the query; nothing of it is used below
     deliver_all(key, ResolveOutcome{std::move(answer), reason});
+}
+
+bool Resolver::in_force(const void* routing) const {
+    const Routing* current = shared_.routing_in_force.load(std::memory_order_acquire);
+    return routing == (current != nullptr ? current : routing_.get());
 }
 
 void Resolver::deliver_all(const std::string& key, const ResolveOutcome& outcome) {

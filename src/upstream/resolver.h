@@ -5,6 +5,7 @@
 // completion queues) is in ResolverShared.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -59,6 +60,10 @@ struct ResolverShared {
     FailureCache failures{options.failures};
     const TlsClient* tls = nullptr;         // null: no tls:// upstream
     sharedcache::TierHealth tier_health{};  // the shared tier's nodes, as every thread sees them
+    // The routing of the Settings in force, set by the supervisor before it flushes what a
+    // reload moved; threads adopt it a moment later. Answers and failures from any other
+    // routing are relayed, never kept. Null (tests): each resolver's own routing counts.
+    std::atomic<const Routing*> routing_in_force{nullptr};
 };
 
 class UpstreamQuery;
@@ -72,7 +77,12 @@ class Resolver final : public Forwarder, public sharedcache::LookupSink {
 
     // Forwarder. resolve() returns false when the question cannot be taken now: too many
     // waiters on it, or max_outstanding queries in flight on this worker.
-    bool resolve(const Question& question, uint64_t cookie) override;
+    bool resolve(const Question& question, uint64_t cookie) override {
+        return resolve(question, cookie, false);
+    }
+    // `refresh`: a prefetch that must come back fresher than the cache's entry (the shared
+    // tier's value counts only if it is; see SharedTier::lookup).
+    bool resolve(const Question& question, uint64_t cookie, bool refresh);
     void refresh(const Question& question) override;
     void leave(const Question& question, uint64_t cookie) override;
     bool all_upstreams_down(const Question& question) const override;
@@ -100,12 +110,19 @@ class Resolver final : public Forwarder, public sharedcache::LookupSink {
     struct SharedLookup {
         Question question;
         std::string key;
+        std::shared_ptr<const Routing> routing;  // the one in force when it was asked
     };
+
+    // Whether what was resolved under `routing` may be cached (see routing_in_force).
+    bool in_force(const void* routing) const;
 
     // Asks the shared tier first (a local miss costs one Redis round trip before going
     // upstream, and saves the upstream query on a hit); false when there is no tier or it
     // cannot be asked now. Only for questions whose forwarding rule caches.
-    bool ask_shared(const Question& question, const std::string& key, bool refresh);
+    bool ask_shared(const Question& question, const std::string& key, bool refresh,
+                    const ForwardRule& rule);
+    // The rule's part of a shared-tier key: its domain, or nothing for the default rule.
+    static std::string_view shared_view(const ForwardRule& rule);
     // Sends the query upstream; false (nothing started) over max_outstanding.
     bool start(const Question& question, std::string key, const ForwardRule& rule);
     // A question nscache answers itself (local names, local zones, CHAOS): delivered through

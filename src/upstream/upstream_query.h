@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cache/answer.h"
@@ -48,12 +49,16 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     void on_stream_failed() override;
 
     const Question& question() const { return question_; }
-    // Holds what `upstreams` belongs to (a reload may retire it meanwhile), and whether the
-    // answer may be cached (a [[forward]] rule with no-cache says no).
-    void keep_alive(std::shared_ptr<const void> owner_of_set, bool cacheable) {
+    // Holds what `upstreams` belongs to (a reload may retire it meanwhile), whether the
+    // answer may be cached (a [[forward]] rule with no-cache says no), and the rule's view of
+    // the shared tier (a string the owner keeps alive; see sharedcache::shared_key).
+    void keep_alive(std::shared_ptr<const void> owner_of_set, bool cacheable,
+                    std::string_view shared_view) {
         set_owner_ = std::move(owner_of_set);
         cacheable_ = cacheable;
+        shared_view_ = shared_view;
     }
+    std::string_view shared_view() const { return shared_view_; }
     bool cacheable() const { return cacheable_; }
     const void* set_owner() const { return set_owner_.get(); }
     // Why the query ended without an answer: timeouts, or only network errors.
@@ -120,6 +125,7 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     uint8_t tcp_sent_[64] = {};
     bool sent_any_ = false;  // a query left for some upstream (not only failed sends)
     std::shared_ptr<const void> set_owner_;
+    std::string_view shared_view_;
     bool cacheable_ = true;
     uint64_t deadline_ms_ = 0;
     EventLoop::TimerHandle timer_ = EventLoop::kNoTimer;

@@ -212,6 +212,36 @@ class Load:
 
 
 @pytest.mark.threaded
+def test_split_dns_answers_are_shared_only_with_hosts_that_route_the_same(daemon, nsd,
+                                                                          fake_upstream,
+                                                                          redis_server):
+    """A host that sends a domain to its own servers ([[forward]], e.g. a VPN's) must not hand
+    its answers to hosts that send the domain to the default servers, nor take theirs: the
+    rule's domain is part of the key."""
+    redis = redis_server()
+    name = f"www.{ZONE}"
+    fake_upstream.add(f"{name}.", "A", 300, "192.0.2.77")  # the private view of the name
+    rule = (f'[[forward]]\ndomains = ["{name}"]\nupstreams = ["{fake_upstream.addr}"]\n')
+    private = daemon([], config=f'upstream = ["{nsd.addr}"]\n' + rule +
+                     tier_config(redis=redis.address))
+    assert a_addrs(udp(private.port, name)) == ["192.0.2.77"]
+    assert wait_until(lambda: redis.command("EXISTS", key_of(name) + f":@{name}.") == 1)
+    assert redis.command("EXISTS", key_of(name)) == 0
+
+    public = daemon(nsd.addr, config=tier_config(redis=redis.address))
+    assert a_addrs(udp(public.port, name)) == ["192.0.2.1"]  # NSD's, not the private view
+    assert public.stats()["shared_hits"] == 0
+    assert wait_until(lambda: redis.command("EXISTS", key_of(name)) == 1)
+
+    # A second host with the same rule shares the private view.
+    peer = daemon([], config=f'upstream = ["{nsd.addr}"]\n' + rule +
+                  tier_config(redis=redis.address))
+    queries = len(fake_upstream.queries)
+    assert a_addrs(udp(peer.port, name)) == ["192.0.2.77"]
+    assert peer.stats()["shared_hits"] == 1
+    assert len(fake_upstream.queries) == queries
+
+
 def test_redis_stopped_and_killed_under_load(daemon, nsd, redis_server):
     redis = redis_server()
     port = redis.port

@@ -54,5 +54,33 @@ TEST(Resolver, OverTheLimitSaysNoAndDeliversNothing) {
     EXPECT_TRUE(h.resolver.resolve(ResolverHarness::question("b.example.test"), 3));
 }
 
+// A reload publishes its routing (routing_in_force) and flushes what moved before every thread
+// has switched to it. An answer, or a failure, that comes back under the old routing after
+// that must be relayed only: cached, it would undo the flush (a name just added to /etc/hosts
+// hidden behind the upstream's answer for its TTL, a failure blocking the new route).
+TEST(Resolver, AnswersAndFailuresUnderARoutingNoLongerInForceAreRelayedNotKept) {
+    ResolverHarness h;
+    h.shared.routing_in_force.store(h.routing.get());
+    ASSERT_TRUE(h.resolver.resolve(ResolverHarness::question("www.example.test"), 1));
+    ASSERT_TRUE(h.resolver.resolve(ResolverHarness::question("silent.example.test"), 2));
+    const auto reloaded = h.make_routing();  // this thread has not adopted it yet
+    h.shared.routing_in_force.store(reloaded.get());
+
+    std::optional<testing::ManualUpstream::Received> q;
+    ASSERT_TRUE(h.run_until([&] {
+        while ((q = h.fake().take_udp()).has_value()) {
+            if (q->msg.size() > 12 && q->msg[12] == 3) return true;  // "www"
+        }
+        return false;
+    }));
+    h.fake().reply_udp(*q, answer_to(q->msg, 0, 1, a_record(300, 7)));
+    ASSERT_TRUE(h.run_until([&] { return h.sink.deliveries.size() == 2; }, 1000));
+    for (const auto& d : h.sink.deliveries) {
+        EXPECT_EQ(d.outcome.answer != nullptr, d.cookie == 1u) << d.cookie;
+    }
+    EXPECT_EQ(h.cache.counters().entries, 0u);
+    EXPECT_FALSE(h.resolver.failing(ResolverHarness::question("silent.example.test"), nullptr));
+}
+
 }  // namespace
 }  // namespace nscache::upstream
