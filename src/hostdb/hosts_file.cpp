@@ -1,6 +1,7 @@
 #include "hostdb/hosts_file.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <strings.h>
 #include <sys/inotify.h>
 #include <unistd.h>
@@ -51,16 +52,37 @@ std::vector<std::string_view> fields_of(std::string_view line) {
     return out;
 }
 
+// The file's text, up to kMaxHostsBytes and then only whole lines (a name cut in two must not
+// be served). A file that is missing reads as empty; one that cannot be read too, with a
+// warning, as the daemon's user may lack the right to read it after a privilege switch.
 std::string read_file(const std::string& path, bool& exists) {
-    std::ifstream in(path, std::ios::binary);
-    exists = static_cast<bool>(in);
     std::string text;
-    char chunk[65536];
-    while (in && text.size() < kMaxHostsBytes) {
-        in.read(chunk,
-                static_cast<std::streamsize>(std::min(sizeof chunk, kMaxHostsBytes - text.size())));
-        text.append(chunk, static_cast<size_t>(in.gcount()));
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    exists = fd >= 0;
+    if (fd < 0) {
+        if (errno != ENOENT) log_warning("cannot read %s: %s", path.c_str(), std::strerror(errno));
+        return text;
     }
+    char chunk[65536];
+    for (;;) {
+        const ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            log_warning("cannot read %s: %s", path.c_str(), std::strerror(errno));
+            break;
+        }
+        if (n == 0) break;
+        text.append(chunk, static_cast<size_t>(n));
+        if (text.size() > kMaxHostsBytes) {
+            text.resize(kMaxHostsBytes);
+            const size_t last = text.rfind('\n');
+            text.resize(last == std::string::npos ? 0 : last + 1);
+            log_warning("%s is larger than %zu MiB: read up to there", path.c_str(),
+                        kMaxHostsBytes >> 20);
+            break;
+        }
+    }
+    close(fd);
     return text;
 }
 
@@ -98,6 +120,13 @@ HostsTable HostsTable::parse(std::string_view text, bool multi) {
         };
         add(l.name);
         for (const auto& a : l.aliases) add(a);
+        for (const int family : {kAfInet, kAfInet6}) {
+            uint8_t a[16];
+            if (!address_as(l, family, a)) continue;
+            std::string key(1, static_cast<char>(family));
+            key.append(reinterpret_cast<const char*>(a), family == kAfInet ? 4 : 16);
+            t.by_address_.try_emplace(std::move(key), index);
+        }
         t.lines_.push_back(std::move(l));
     }
     return t;
@@ -111,10 +140,12 @@ std::vector<upstream::HostsEntry> HostsTable::dns_entries() const {
         if (inet_ntop(af, line.address.data(), text, sizeof text) == nullptr) continue;
         const uint16_t type = line.family == kAfInet ? dns::rtype::A : dns::rtype::AAAA;
         auto add = [&](const std::string& name) {
-            // Only what DNS can carry: a name glibc accepts may not be one.
+            // Only what DNS can carry: a name glibc accepts may not be one. The root is
+            // never a local name.
             if (!dns::name_from_text(name)) return;
             std::string n = lower(name);
             if (n.back() != '.') n += '.';
+            if (n == ".") return;
             out.push_back(upstream::HostsEntry{std::move(n), type, text});
         };
         add(line.name);
@@ -190,9 +221,10 @@ std::optional<HostAnswer> HostsTable::by_name(std::string_view name, int family)
 
 std::optional<HostAnswer> HostsTable::by_addr(int family, const uint8_t* address) const {
     const size_t size = family == kAfInet ? 4 : 16;
-    for (const Line& line : lines_) {
-        uint8_t a[16];
-        if (!address_as(line, family, a) || std::memcmp(a, address, size) != 0) continue;
+    std::string key(1, static_cast<char>(family));
+    key.append(reinterpret_cast<const char*>(address), size);
+    if (const auto it = by_address_.find(key); it != by_address_.end()) {
+        const Line& line = lines_[it->second];
         HostAnswer r;
         r.status = HostStatus::Found;
         r.ttl = kHostsFileTtl;

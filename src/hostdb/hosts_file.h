@@ -52,11 +52,14 @@ class HostsTable {
 
     std::vector<Line> lines_;
     std::unordered_map<std::string, std::vector<uint32_t>> by_name_;  // lower-cased name
+    // The first line each address is found on, as by_addr's family sees it: one lookup per
+    // reverse query instead of a pass over the file. Key: the family's byte, then the address.
+    std::unordered_map<std::string, uint32_t> by_address_;
     bool multi_ = false;
 };
 
 // The hosts file at `path` as DNS answers it (every line counts, as with host.conf's multi);
-// a missing file has no entries.
+// a missing file has no entries; an unreadable one has none either, and says why in the log.
 std::vector<upstream::HostsEntry> read_hosts_entries(const std::string& path);
 
 // Reads host.conf's multi setting (RESOLV_MULTI in the environment overrides it, as glibc).

@@ -34,7 +34,8 @@ TEST(HostsTable, ByNameIsCaseInsensitiveAndMergesLinesWithMulti) {
 }
 
 TEST(HostsTable, DnsEntriesListEveryNameAndAddressLowerCasedWithATrailingDot) {
-    const std::string text = std::string(kHosts) + "192.0.2.3 " + std::string(64, 'x') + ".test\n";
+    const std::string text =
+        std::string(kHosts) + "192.0.2.3 " + std::string(64, 'x') + ".test\n192.0.2.4 . root.\n";
     const auto entries = HostsTable::parse(text, true).dns_entries();
     auto has = [&](const char* name, uint16_t type, const char* address) {
         return std::count(entries.begin(), entries.end(),
@@ -46,8 +47,10 @@ TEST(HostsTable, DnsEntriesListEveryNameAndAddressLowerCasedWithATrailingDot) {
     EXPECT_TRUE(has("web.example.test.", 1, "192.0.2.2"));  // "Web.example.test" on its line
     EXPECT_TRUE(has("web.example.test.", 28, "2001:db8::1"));
     EXPECT_TRUE(has("mapped.", 28, "::ffff:192.0.2.9"));
-    // A 64-octet label is not a DNS name; a line with no address is not a line.
-    EXPECT_EQ(entries.size(), 10u);
+    // A 64-octet label is not a DNS name, nor is the root a local name; a line with no
+    // address is not a line.
+    EXPECT_TRUE(has("root.", 1, "192.0.2.4"));
+    EXPECT_EQ(entries.size(), 11u);
 }
 
 TEST(HostsTable, WithoutMultiOnlyTheFirstLineCounts) {
