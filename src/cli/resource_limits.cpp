@@ -6,14 +6,16 @@
 #include <fstream>
 #include <string>
 
+#include "nscd/nscd_server.h"
+#include "nssd/nss_server.h"
+#include "sharedcache/tier_health.h"
+
 namespace nscache {
 namespace {
 
 // Descriptors the daemon holds besides upstream queries and TCP clients: stdio, epoll and
 // eventfd per thread, the control and metrics sockets and their clients, lock files.
 constexpr uint64_t kFixedDescriptors = 128;
-// NSS socket clients held at once in practice (each lookup is one short connection).
-constexpr uint64_t kNssDescriptors = 256;
 constexpr uint32_t kMinUpstreamQueries = 16;
 
 }  // namespace
@@ -24,13 +26,22 @@ uint32_t fit_upstream_queries(uint64_t descriptor_limit, const Config& config, u
     const uint64_t resolvers = w + (config.nss ? 1 : 0) + (config.nscd_socket.empty() ? 0 : 1);
     uint64_t servers = config.upstreams.size();
     for (const ForwardZone& zone : config.forwards) servers += zone.upstreams.size();
-    const uint64_t reserved = kFixedDescriptors + uint64_t{config.listen.size()} * 2 * w +
-                              config.max_tcp_connections + (config.nss ? kNssDescriptors : 0) +
-                              (config.nscd_socket.empty() ? 0 : kNssDescriptors) + servers +
-                              2 * w +  // probes, spare descriptors
-                              // each resolver's idle upstream sockets, IPv4 and IPv6, and its
-                              // upstream TCP/TLS connections (one of each per server)
-                              (2 * uint64_t{config.upstream_sockets} + 2 * servers) * resolvers;
+    // Redis connections: one per resolver and node. A cluster's nodes are learnt from
+    // CLUSTER SLOTS (replicas too): twice those configured and a few more, up to the cap.
+    const SharedCacheConfig& tier = config.shared_cache;
+    const uint64_t redis_nodes = !tier.enabled() ? 0
+                                 : tier.redis
+                                     ? 1
+                                     : std::min<uint64_t>(sharedcache::TierHealth::kMaxNodes,
+                                                          2 * tier.redis_cluster.size() + 6);
+    const uint64_t reserved =
+        kFixedDescriptors + uint64_t{config.listen.size()} * 2 * w + config.max_tcp_connections +
+        (config.nss ? nssd::NssServer::kMaxConnections : 0) +
+        (config.nscd_socket.empty() ? 0 : nscd::NscdServer::kMaxConnections) + servers +
+        redis_nodes * resolvers + 2 * w +  // probes, spare descriptors
+        // each resolver's idle upstream sockets, IPv4 and IPv6, and its
+        // upstream TCP/TLS connections (one of each per server)
+        (2 * uint64_t{config.upstream_sockets} + 2 * servers) * resolvers;
     const uint64_t left = descriptor_limit > reserved ? descriptor_limit - reserved : 0;
     const uint64_t fits = left / resolvers / kDescriptorsPerUpstreamQuery;
     // Never more than configured; never fewer than a handful, even on a tiny limit.

@@ -16,7 +16,7 @@
 namespace nscache::nscd {
 namespace {
 
-constexpr size_t kMaxConnections = 4096;
+constexpr size_t kMaxConnections = NscdServer::kMaxConnections;
 constexpr size_t kMaxRequests = 2 * kMaxConnections;
 // A client waits 5 s for its reply; a connection still unanswered just before that is closed
 // without one, so the client asks NSS itself at once instead of after its own timeout.
@@ -54,156 +54,6 @@ bool string_key(const std::vector<uint8_t>& key, std::string& out) {
 
 }  // namespace
 
-// One client: reads one request (header and key), waits for its answer, writes it, closes.
-class NscdConnection final : public EventHandler {
-  public:
-    NscdConnection(NscdServer& server, EventLoop& loop, int fd, uint64_t id)
-        : server_(server), loop_(loop), fd_(fd), id_(id) {
-        ucred cred{};
-        socklen_t len = sizeof cred;
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
-            peer_pid_ = cred.pid;
-            peer_uid_ = cred.uid;
-        }
-    }
-    ~NscdConnection() {
-        loop_.cancel_timer(timer_);
-        if (fd_ >= 0) {
-            loop_.remove(registration_);
-            close(fd_);
-        }
-    }
-
-    uint64_t id() const { return id_; }
-    pid_t peer_pid() const { return peer_pid_; }
-    uid_t peer_uid() const { return peer_uid_; }
-
-    bool start() {
-        if (!loop_.add(fd_, EPOLLIN, this, registration_)) return false;
-        timer_ = loop_.add_timer(loop_.now_ms() + kConnectionTimeoutMs, [this] {
-            timer_ = EventLoop::kNoTimer;
-            shut();
-        });
-        return true;
-    }
-
-    void on_event(uint32_t events) override {
-        if (fd_ < 0) return;
-        if (writing_) {
-            write_out();
-            return;
-        }
-        if (events & (EPOLLERR | EPOLLHUP) && !(events & EPOLLIN)) {
-            shut();
-            return;
-        }
-        read_in();
-    }
-
-    // Writes `bytes` (header and payload in one write, as the client reads its header with
-    // one read), then closes. An empty reply closes at once. `pass_fd` rides as SCM_RIGHTS.
-    void send(std::vector<uint8_t> bytes, int pass_fd = -1) {
-        if (fd_ < 0) return;
-        if (bytes.empty()) {
-            shut();
-            return;
-        }
-        out_ = std::move(bytes);
-        pass_fd_ = pass_fd;
-        writing_ = true;
-        write_out();
-    }
-
-  private:
-    void read_in() {
-        uint8_t buffer[2048];
-        const ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
-        if (n <= 0) {
-            shut();
-            return;
-        }
-        in_.insert(in_.end(), buffer, buffer + n);
-        if (in_.size() < sizeof(RequestHeader)) return;
-        RequestHeader header;
-        std::memcpy(&header, in_.data(), sizeof header);
-        // nscd drops a request of another version without a word; so does a bad length.
-        if (header.version != kProtocolVersion || header.key_len < 0 ||
-            static_cast<size_t>(header.key_len) > kMaxKeyLen) {
-            shut();
-            return;
-        }
-        const size_t total = sizeof header + static_cast<size_t>(header.key_len);
-        if (in_.size() < total) return;
-        if (in_.size() > total) {  // one request per connection
-            shut();
-            return;
-        }
-        loop_.modify(registration_, 0);  // nothing more to read; the answer re-arms
-        std::vector<uint8_t> key(in_.begin() + sizeof header, in_.end());
-        server_.on_request(*this, header, std::move(key));
-    }
-
-    ssize_t send_some() {
-        if (pass_fd_ < 0) {
-            return ::send(fd_, out_.data() + offset_, out_.size() - offset_, MSG_NOSIGNAL);
-        }
-        // The map's reply: the key echoed, then the map's size, with the descriptor.
-        iovec iov{out_.data() + offset_, out_.size() - offset_};
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-        msghdr msg{};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-        cmsghdr* c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        std::memcpy(CMSG_DATA(c), &pass_fd_, sizeof(int));
-        const ssize_t n = sendmsg(fd_, &msg, MSG_NOSIGNAL);
-        if (n > 0) pass_fd_ = -1;
-        return n;
-    }
-
-    void write_out() {
-        while (offset_ < out_.size()) {
-            const ssize_t n = send_some();
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0 && errno == EAGAIN) {
-                loop_.modify(registration_, EPOLLOUT);
-                return;
-            }
-            if (n <= 0) break;
-            offset_ += static_cast<size_t>(n);
-        }
-        shut();
-    }
-
-    void shut() {
-        if (fd_ < 0) return;
-        loop_.cancel_timer(timer_);
-        loop_.remove(registration_);
-        close(fd_);
-        fd_ = -1;
-        server_.release(this);
-    }
-
-    NscdServer& server_;
-    EventLoop& loop_;
-    int fd_;
-    const uint64_t id_;
-    pid_t peer_pid_ = 0;
-    uid_t peer_uid_ = static_cast<uid_t>(-1);
-    EventLoop::Registration registration_ = EventLoop::kNoRegistration;
-    EventLoop::TimerHandle timer_ = EventLoop::kNoTimer;
-    std::vector<uint8_t> in_;
-    std::vector<uint8_t> out_;
-    size_t offset_ = 0;
-    int pass_fd_ = -1;
-    bool writing_ = false;
-};
-
 NscdServer::NscdServer(upstream::ResolverShared& resolver, WorkerCounters& counters,
                        uint32_t worker_index, NscdOptions options, server::SettingsPtr settings)
     : counters_(counters),
@@ -212,14 +62,13 @@ NscdServer::NscdServer(upstream::ResolverShared& resolver, WorkerCounters& count
       lookup_(worker_index, loop_, resolver, counters, *this, settings_->routing, options_.lookup),
       map_(options_.map),
       others_(loop_, options_.proxy_threads),
-      connections_(kMaxConnections),
+      connections_(loop_, *this, kMaxConnections, kConnectionTimeoutMs),
       requests_(kMaxRequests) {}
 
 NscdServer::~NscdServer() {
     stop();
     listener_.reset();
     connections_.clear();
-    graveyard_.clear();
     if (listen_fd_ >= 0) {
         close(listen_fd_);
         unlink(options_.socket_path.c_str());
@@ -273,7 +122,7 @@ void NscdServer::start() {
     }
     listener_ = std::make_unique<Listener>(
         loop_, listen_fd_, "nscd socket",
-        [this](int fd, const sockaddr_storage&, socklen_t) { adopt_connection(fd); });
+        [this](int fd, const sockaddr_storage&, socklen_t) { connections_.adopt(fd); });
     listener_->start();
     if (options_.proxy_other_databases) others_.start();
     thread_ = std::thread([this] {
@@ -308,7 +157,7 @@ void NscdServer::on_wake() {
     }
     lookup_.drain();
     others_.drain([this](uint64_t connection_id, std::vector<uint8_t> reply) {
-        if (auto* c = connections_.find(connection_id)) (*c)->send(std::move(reply));
+        if (RequestConnection* c = connections_.find(connection_id)) c->send(std::move(reply));
     });
     if (flush_requested_.exchange(false)) flush_map();
 }
@@ -329,26 +178,19 @@ void NscdServer::count_rotations() {
         bump(counters_.nscd_map_rotations);
 }
 
-void NscdServer::adopt_connection(int fd) {
-    uint64_t id;
-    std::unique_ptr<NscdConnection>* slot = connections_.add(id);
-    if (slot == nullptr) {  // kMaxConnections open: the client asks NSS itself
-        close(fd);
-        return;
+size_t NscdServer::request_size(std::span<const uint8_t> in) const {
+    RequestHeader header;
+    if (in.size() < sizeof header) return 0;
+    std::memcpy(&header, in.data(), sizeof header);
+    // nscd drops a request of another version without a word; so does a bad length.
+    if (header.version != kProtocolVersion || header.key_len < 0 ||
+        static_cast<size_t>(header.key_len) > kMaxKeyLen) {
+        return kInvalid;
     }
-    *slot = std::make_unique<NscdConnection>(*this, loop_, fd, id);
-    if (!(*slot)->start()) connections_.remove(id);
+    return sizeof header + static_cast<size_t>(header.key_len);
 }
 
-void NscdServer::release(NscdConnection* connection) {
-    std::unique_ptr<NscdConnection>* slot = connections_.find(connection->id());
-    if (slot == nullptr) return;
-    graveyard_.push_back(std::move(*slot));
-    connections_.remove(connection->id());
-    if (graveyard_.size() == 1) loop_.add_timer(0, [this] { graveyard_.clear(); });
-}
-
-void NscdServer::send_map(NscdConnection& connection) {
+void NscdServer::send_map(RequestConnection& connection) {
     const MapFile* map = map_.current();
     if (map == nullptr || map->reader_fd() < 0) {
         connection.send({});  // no descriptor: the client uses the socket only
@@ -362,8 +204,10 @@ void NscdServer::send_map(NscdConnection& connection) {
     connection.send(std::move(reply), map->reader_fd());
 }
 
-void NscdServer::on_request(NscdConnection& connection, const RequestHeader& header,
-                            std::vector<uint8_t> key) {
+void NscdServer::on_request(RequestConnection& connection, std::span<const uint8_t> request) {
+    RequestHeader header;
+    std::memcpy(&header, request.data(), sizeof header);
+    std::vector<uint8_t> key(request.begin() + sizeof header, request.end());
     const auto type = static_cast<RequestType>(header.type);
     // The daemon's own NSS calls (the proxy's threads, an NSS module resolving a server name)
     // must never be answered by the daemon: glibc asks nscd first in every process, this one
@@ -413,7 +257,7 @@ void NscdServer::on_request(NscdConnection& connection, const RequestHeader& hea
     connection.send({});
 }
 
-void NscdServer::start_host_lookup(NscdConnection* connection, RequestType type,
+void NscdServer::start_host_lookup(RequestConnection* connection, RequestType type,
                                    std::vector<uint8_t> key, uint32_t refreshes_left, bool refresh,
                                    const std::string& refresh_name) {
     hostdb::HostQuery q;
@@ -449,7 +293,7 @@ void NscdServer::start_host_lookup(NscdConnection* connection, RequestType type,
         if (connection != nullptr) connection->send({});
         return;
     }
-    r->connection_id = connection != nullptr ? connection->id() : 0;
+    r->connection_id = connection != nullptr ? connection->id() : kNoConnection;
     r->type = type;
     r->key = std::move(key);
     r->flushes = flushes_;
@@ -464,10 +308,8 @@ void NscdServer::host_done(uint64_t cookie, const hostdb::HostAnswer& answer) {
 void NscdServer::answer_host(RequestId id, const hostdb::HostAnswer& answer) {
     Request r = std::move(*requests_.find(id));
     requests_.remove(id);
-    NscdConnection* connection = nullptr;
-    if (r.connection_id != 0) {
-        if (auto* c = connections_.find(r.connection_id)) connection = c->get();
-    }
+    RequestConnection* connection =
+        r.connection_id != kNoConnection ? connections_.find(r.connection_id) : nullptr;
     std::vector<uint8_t> reply;
     switch (answer.status) {
         case hostdb::HostStatus::Found:
@@ -486,7 +328,7 @@ void NscdServer::answer_host(RequestId id, const hostdb::HostAnswer& answer) {
     }
     if (!reply.empty() && answer.ttl > 0 && r.flushes == flushes_) {
         // A refresh that found the name gone leaves the old record to expire on time.
-        const bool publish = r.connection_id != 0 || answer.found();
+        const bool publish = r.connection_id != kNoConnection || answer.found();
         const bool published =
             publish && map_.publish(r.type, r.key, reply, answer.ttl, loop_.now_ms(), wall_s());
         count_rotations();

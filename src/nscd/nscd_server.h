@@ -17,6 +17,7 @@
 #include "common/counters.h"
 #include "common/event_loop.h"
 #include "common/listener.h"
+#include "common/request_connection.h"
 #include "common/slot_table.h"
 #include "hostdb/host_lookup.h"
 #include "nscd/map_writer.h"
@@ -36,10 +37,12 @@ struct NscdOptions {
     hostdb::HostLookupOptions lookup;
 };
 
-class NscdConnection;
-
-class NscdServer final : public hostdb::HostSink {
+class NscdServer final : public hostdb::HostSink, public RequestHandler {
   public:
+    // Clients connected at once; past it a new one is closed (glibc's client then asks NSS
+    // itself). The daemon's descriptor budget reserves this many (resource_limits).
+    static constexpr size_t kMaxConnections = 1024;
+
     NscdServer(upstream::ResolverShared& resolver, WorkerCounters& counters, uint32_t worker_index,
                NscdOptions options, server::SettingsPtr settings);
     ~NscdServer();
@@ -63,14 +66,16 @@ class NscdServer final : public hostdb::HostSink {
 
     void host_done(uint64_t cookie, const hostdb::HostAnswer& answer) override;
 
-    // Used by connections.
-    void on_request(NscdConnection& connection, const RequestHeader& header,
-                    std::vector<uint8_t> key);
-    void release(NscdConnection* connection);
+    // RequestHandler: glibc's nscd requests (nscd/protocol.h).
+    size_t request_size(std::span<const uint8_t> in) const override;
+    void on_request(RequestConnection& connection, std::span<const uint8_t> request) override;
 
   private:
+    static constexpr uint64_t kNoConnection = ~uint64_t{0};
+
     struct Request {
-        uint64_t connection_id = 0;  // 0: a prefetch, nobody waits
+        // kNoConnection: a prefetch, nobody waits (0 is a connection's id like any other).
+        uint64_t connection_id = kNoConnection;
         RequestType type = GETHOSTBYNAME;
         std::vector<uint8_t> key;
         uint64_t flushes = 0;  // flushes_ when it started: a flush since voids its answer
@@ -78,11 +83,11 @@ class NscdServer final : public hostdb::HostSink {
     };
     using RequestId = SlotTable<Request>::Id;
 
-    void adopt_connection(int fd);
-    void start_host_lookup(NscdConnection* connection, RequestType type, std::vector<uint8_t> key,
-                           uint32_t refreshes_left, bool refresh, const std::string& refresh_name);
+    void start_host_lookup(RequestConnection* connection, RequestType type,
+                           std::vector<uint8_t> key, uint32_t refreshes_left, bool refresh,
+                           const std::string& refresh_name);
     void answer_host(RequestId id, const hostdb::HostAnswer& answer);
-    void send_map(NscdConnection& connection);
+    void send_map(RequestConnection& connection);
     void schedule_expiry(uint64_t due_ms);
     void schedule_refresh(const Request& r, const hostdb::HostAnswer& answer);
     void flush_map();
@@ -101,8 +106,7 @@ class NscdServer final : public hostdb::HostSink {
     OtherDatabases others_;
     int listen_fd_ = -1;
     std::unique_ptr<Listener> listener_;  // from start()
-    SlotTable<std::unique_ptr<NscdConnection>> connections_;
-    std::vector<std::unique_ptr<NscdConnection>> graveyard_;
+    RequestConnections connections_;
     SlotTable<Request> requests_;
     EventLoop::TimerHandle expiry_timer_ = EventLoop::kNoTimer;
     uint64_t expiry_due_ms_ = 0;

@@ -15,6 +15,7 @@
 #include "common/counters.h"
 #include "common/event_loop.h"
 #include "common/listener.h"
+#include "common/request_connection.h"
 #include "common/slot_table.h"
 #include "hostdb/host_lookup.h"
 #include "nssd/hosts_map.h"
@@ -30,10 +31,12 @@ struct NssOptions {
     hostdb::HostLookupOptions lookup;
 };
 
-class NssConnection;
-
-class NssServer final : public hostdb::HostSink {
+class NssServer final : public hostdb::HostSink, public RequestHandler {
   public:
+    // Clients connected at once; past it a new one is closed (the module falls back to the
+    // next NSS source). The daemon's descriptor budget reserves this many (resource_limits).
+    static constexpr size_t kMaxConnections = 1024;
+
     // `worker_index` is this thread's index among those the resolver can deliver to.
     NssServer(upstream::ResolverShared& resolver, WorkerCounters& counters, uint32_t worker_index,
               NssOptions options, server::SettingsPtr settings);
@@ -55,10 +58,9 @@ class NssServer final : public hostdb::HostSink {
 
     void host_done(uint64_t cookie, const hostdb::HostAnswer& answer) override;
 
-    // Used by connections.
-    void on_request(NssConnection& connection, const nscache_nss_request& header,
-                    std::span<const uint8_t> data);
-    void release(NssConnection* connection);
+    // RequestHandler: the NSS socket's requests (nss/protocol.h).
+    size_t request_size(std::span<const uint8_t> in) const override;
+    void on_request(RequestConnection& connection, std::span<const uint8_t> request) override;
 
   private:
     void adopt_posted_settings();
@@ -72,13 +74,12 @@ class NssServer final : public hostdb::HostSink {
     };
     using RequestId = SlotTable<Request>::Id;
 
-    void adopt_connection(int fd);
     void finish(RequestId id, const hostdb::HostAnswer& answer);
     // Sends a response naming the map; pass_fd (if not -1) rides along as SCM_RIGHTS.
-    void answer(NssConnection& connection, uint16_t status, int32_t family, uint32_t ttl,
+    void answer(RequestConnection& connection, uint16_t status, int32_t family, uint32_t ttl,
                 std::span<const uint8_t> payload, int pass_fd = -1);
     // NSCACHE_NSS_GET_MAP: the map's descriptor and size.
-    void send_map(NssConnection& connection);
+    void send_map(RequestConnection& connection);
 
     WorkerCounters& counters_;
     NssOptions options_;
@@ -89,8 +90,7 @@ class NssServer final : public hostdb::HostSink {
     HostsMap map_;
     int listen_fd_ = -1;
     std::unique_ptr<Listener> listener_;  // from start()
-    SlotTable<std::unique_ptr<NssConnection>> connections_;
-    std::vector<std::unique_ptr<NssConnection>> graveyard_;
+    RequestConnections connections_;
     SlotTable<Request> requests_;
     std::thread thread_;
 };

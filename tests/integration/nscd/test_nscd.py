@@ -173,6 +173,18 @@ def test_prefetch_keeps_a_popular_name_in_the_map(nscd_ns, client, nscd_daemon):
     assert connects <= 2, r.stderr  # the map (GETFDHST) and the first lookup
 
 
+def test_the_first_client_is_answered(nscd_ns, nscd_daemon):
+    """The very first connection has the id 0, which once also meant "a prefetch, nobody
+    waits": its lookup, a miss, was never answered and glibc's client waited out its 5 s."""
+    nscd_daemon()
+    ask = ("import socket,struct,sys; s=socket.socket(socket.AF_UNIX); s.settimeout(4); "
+           "s.connect(sys.argv[1]); key=b'dual.example.test\\0'; "
+           "s.sendall(struct.pack('iii', 2, 4, len(key)) + key); "  # GETHOSTBYNAME
+           "print(struct.unpack('8i', s.recv(32))[1])")          # hst_response_header.found
+    r = nscd_ns.run(["/usr/bin/python3", "-c", ask, SOCKET])
+    assert r.stdout.strip() == "1", r
+
+
 def test_invalidate_from_root_flushes_the_map(nscd_ns, client, nscd_daemon):
     d = nscd_daemon()
     requests = lambda: sum(v for k, v in _flat(d.stats()) if k.endswith("nscd_requests"))  # noqa: E731

@@ -30,5 +30,21 @@ TEST(ResourceLimits, NeverBelowAHandful) {
     EXPECT_EQ(fit_upstream_queries(100, config_with(4096), 8), 16u);
 }
 
+// The NSS and nscd sockets (anyone may connect, up to their caps) and the shared tier's Redis
+// connections (one per resolver thread and node) come out of the same descriptors.
+TEST(ResourceLimits, LocalSocketsAndRedisConnectionsAreReserved) {
+    Config c = config_with(100'000);
+    const uint32_t bare = fit_upstream_queries(65'536, c, 4);
+    c.nss = true;
+    c.nscd_socket = "/var/run/nscd/socket";
+    const uint32_t fronts = fit_upstream_queries(65'536, c, 4);
+    // Two fronts: two more resolvers, and their clients.
+    EXPECT_LE(uint64_t{fronts} * 6 * kDescriptorsPerUpstreamQuery + 2 * 1024, 65'536u);
+    EXPECT_LT(fronts, bare);
+    c.shared_cache.redis_cluster = {*parse_socket_address("127.0.0.1:7000", std::nullopt),
+                                    *parse_socket_address("127.0.0.1:7001", std::nullopt)};
+    EXPECT_LT(fit_upstream_queries(65'536, c, 4), fronts);
+}
+
 }  // namespace
 }  // namespace nscache
