@@ -29,6 +29,7 @@ class SlotTable {
 
     // A slot holding a default-constructed T, and its id; nullptr when the table is full.
     T* add(Id& id) {
+        id = ~Id{0};  // never a valid id (and no "maybe uninitialized" for callers)
         uint32_t index;
         if (!free_.empty()) {
             index = free_.back();

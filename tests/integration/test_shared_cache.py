@@ -443,7 +443,9 @@ def test_redis_speaking_garbage_costs_no_answer(daemon, nsd, kind):
 def test_cluster_resharded_and_node_killed_under_load(daemon, nsd, redis_server):
     nodes = [redis_server(cluster=True) for _ in range(3)]
     create_cluster(nodes)
-    config = tier_config(cluster=[nodes[0].address])
+    # A generous timeout: under ThreadSanitizer a request may take far longer than 300 ms, and
+    # this test counts hits, not what a timeout costs.
+    config = tier_config(cluster=[nodes[0].address], timeout="2s")
     writer = daemon(nsd.addr, config=config)
     reader = daemon(nsd.addr, config=config)
 
@@ -452,7 +454,9 @@ def test_cluster_resharded_and_node_killed_under_load(daemon, nsd, redis_server)
         assert a_addrs(udp(writer.port, name)) == [want]
     assert wait_until(lambda: writer.stats()["shared_writes"] == 100, timeout=10)
     assert wait_until(lambda: sum(n.command("DBSIZE") for n in nodes) == 100, timeout=10)
-    assert writer.stats()["shared_redirects"] > 0  # the slot map was learnt from MOVED
+    # Every node holds its slots' keys: the slot map was learnt (from MOVED, or from CLUSTER
+    # SLOTS when a slow first request timed out, as under ThreadSanitizer).
+    assert all(n.command("DBSIZE") > 0 for n in nodes)
 
     # The reader's misses are the writer's answers, from all three nodes.
     for name, want in names[:50]:
