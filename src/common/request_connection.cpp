@@ -1,5 +1,6 @@
 #include "common/request_connection.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@ RequestConnection::RequestConnection(RequestConnections& owner, int fd, uint64_t
 
 RequestConnection::~RequestConnection() {
     owner_.loop_.cancel_timer(timer_);
+    if (pass_fd_ >= 0) close(pass_fd_);
     if (fd_ >= 0) {
         owner_.loop_.remove(registration_);
         close(fd_);
@@ -42,7 +44,8 @@ void RequestConnection::on_event(uint32_t events) {
         write_out();
         return;
     }
-    // A client that sent its request and closed its side is still answered (the write fails).
+    // A client that sent its request and hung up is still read: its lookup starts (and may
+    // fill the map for the next caller); the connection closes when the answer's write fails.
     if ((events & (EPOLLERR | EPOLLHUP)) && !(events & EPOLLIN)) {
         shut();
         return;
@@ -57,7 +60,13 @@ void RequestConnection::send(std::vector<uint8_t> bytes, int pass_fd) {
         return;
     }
     out_ = std::move(bytes);
-    pass_fd_ = pass_fd;
+    // A copy of our own: its owner may close or replace it (a map rotated) while the client
+    // is slow to read.
+    pass_fd_ = pass_fd >= 0 ? fcntl(pass_fd, F_DUPFD_CLOEXEC, 0) : -1;
+    if (pass_fd >= 0 && pass_fd_ < 0) {  // out of descriptors: no reply, the client falls back
+        shut();
+        return;
+    }
     writing_ = true;
     write_out();
 }
@@ -102,7 +111,10 @@ ssize_t RequestConnection::send_some() {
     c->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(c), &pass_fd_, sizeof(int));
     const ssize_t n = sendmsg(fd_, &msg, MSG_NOSIGNAL);
-    if (n > 0) pass_fd_ = -1;  // sent with the first byte
+    if (n > 0) {  // sent with the first byte
+        close(pass_fd_);
+        pass_fd_ = -1;
+    }
     return n;
 }
 
@@ -127,6 +139,8 @@ void RequestConnection::shut() {
     owner_.loop_.remove(registration_);
     close(fd_);
     fd_ = -1;
+    if (pass_fd_ >= 0) close(pass_fd_);
+    pass_fd_ = -1;
     owner_.release(this);
 }
 

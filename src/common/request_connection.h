@@ -55,7 +55,7 @@ class RequestConnection final : public EventHandler {
 
     // Writes `bytes` in one piece as far as the socket takes it (a client may read its header
     // with one read), then closes. Empty: closes at once. `pass_fd` (if not -1) rides on the
-    // first byte as SCM_RIGHTS; the caller keeps owning it.
+    // first byte as SCM_RIGHTS; the caller keeps owning it (the connection sends a copy).
     void send(std::vector<uint8_t> bytes, int pass_fd = -1);
 
   private:

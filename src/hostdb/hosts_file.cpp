@@ -69,13 +69,16 @@ std::string read_file(const std::string& path, bool& exists) {
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) {
             log_warning("cannot read %s: %s", path.c_str(), std::strerror(errno));
+            // What was read ends where the error came: its last line may be cut.
+            const size_t last = text.rfind('\n');
+            text.resize(last == std::string::npos ? 0 : last + 1);
             break;
         }
         if (n == 0) break;
         text.append(chunk, static_cast<size_t>(n));
         if (text.size() > kMaxHostsBytes) {
-            text.resize(kMaxHostsBytes);
-            const size_t last = text.rfind('\n');
+            // The last whole line that starts within the bound (its newline may be just past).
+            const size_t last = text.rfind('\n', kMaxHostsBytes);
             text.resize(last == std::string::npos ? 0 : last + 1);
             log_warning("%s is larger than %zu MiB: read up to there", path.c_str(),
                         kMaxHostsBytes >> 20);

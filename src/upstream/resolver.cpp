@@ -170,7 +170,7 @@ void Resolver::fail_waiters(const std::string& key, const Waiter* except) {
 }
 
 std::string_view Resolver::shared_view(const ForwardRule& rule) {
-    return rule.name == "." ? std::string_view() : std::string_view(rule.name);
+    return rule.shared_view;
 }
 
 bool Resolver::ask_shared(const Question& question, const std::string& key, bool refresh,
@@ -192,19 +192,24 @@ void Resolver::shared_lookup_done(uint64_t token,
     if (lookup == nullptr) return;
     const Question question = lookup->question;
     const std::string key = std::move(lookup->key);
-    const bool current = in_force(lookup->routing.get());
+    const std::shared_ptr<const Routing> lookup_routing = std::move(lookup->routing);
+    const bool current = in_force(lookup_routing.get());
     shared_lookups_.remove(token);
     if (!answer) {
         // Not in the tier, or the tier failed: the question goes upstream as it would have,
         // by the routing in force now (a reload may have come in between), with the rule
         // resolve() would choose (another class than IN goes to the default rule).
+        // A reload that made the name local meanwhile: answered from local data, as
+        // resolve() would now.
         const Route route = routing_->route(question.name.view());
-        const bool forward = route.kind == RouteKind::Forward || question.qclass != dns::kClassIN;
+        if (route.kind != RouteKind::Forward && question.qclass == dns::kClassIN) {
+            deliver_all(key, ResolveOutcome{std::make_shared<const cache::PreparedAnswer>(
+                                 local_answer(*routing_, route, question, options_.local_ttl_s))});
+            return;
+        }
         const ForwardRule& rule =
             route.kind == RouteKind::Forward ? *route.rule : routing_->rules().front();
-        if (!forward || question.qclass == kClassChaos || !start(question, key, rule)) {
-            fail_waiters(key, nullptr);
-        }
+        if (!start(question, key, rule)) fail_waiters(key, nullptr);
         return;
     }
     // Another host's answer, checked and counted down by the tier: cached and delivered like
@@ -212,6 +217,7 @@ void Resolver::shared_lookup_done(uint64_t token,
     // it is relayed only: the new route may send the name elsewhere.
     if (current) {
         shared_.cache.insert(question.cache_key(), *answer, loop_.now_ms());
+        forget_if_moved(question, lookup_routing.get());
         shared_.failures.clear(key);
     }
     deliver_all(key, ResolveOutcome{std::move(answer), FailureReason::NoReachableAuthority});
@@ -225,6 +231,7 @@ void Resolver::finished(UpstreamQuery* query, std::shared_ptr<const cache::Prepa
     const bool same_routing = in_force(query->set_owner());
     if (answer && answer->ttl > 0 && query->cacheable() && same_routing) {
         shared_.cache.insert(query->question().cache_key(), *answer, loop_.now_ms());
+        forget_if_moved(query->question(), query->set_owner());
         // For the other hosts; SERVFAIL and answers not to be cached are never shared.
         if (tier_) tier_->store(query->question().cache_key(), *answer, query->shared_view());
     }
@@ -236,12 +243,18 @@ void Resolver::finished(UpstreamQuery* query, std::shared_ptr<const cache::Prepa
         // RFC 9520 §3.2: remember that no upstream answered, so the next queries for it are
         // answered at once instead of waiting out another round.
         shared_.failures.record(query->key(), reason, loop_.now_ms());
+        if (!in_force(query->set_owner())) shared_.failures.clear(query->key());  // as above
     } else if (answer->rcode <= static_cast<uint8_t>(dns::Rcode::NxDomain)) {
         shared_.failures.clear(query->key());
     }
     const std::string key = query->key();
     queries_.erase(query);  // destroys the query; nothing of it is used below
     deliver_all(key, ResolveOutcome{std::move(answer), reason});
+}
+
+void Resolver::forget_if_moved(const Question& question, const void* routing) {
+    // A reload may have published its routing and flushed between the check and the insert.
+    if (!in_force(routing)) shared_.cache.flush_name(question.name.view());
 }
 
 bool Resolver::in_force(const void* routing) const {

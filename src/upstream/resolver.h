@@ -115,13 +115,15 @@ class Resolver final : public Forwarder, public sharedcache::LookupSink {
 
     // Whether what was resolved under `routing` may be cached (see routing_in_force).
     bool in_force(const void* routing) const;
+    // After an insert checked with in_force(): undoes it if a reload came in between.
+    void forget_if_moved(const Question& question, const void* routing);
 
     // Asks the shared tier first (a local miss costs one Redis round trip before going
     // upstream, and saves the upstream query on a hit); false when there is no tier or it
     // cannot be asked now. Only for questions whose forwarding rule caches.
     bool ask_shared(const Question& question, const std::string& key, bool refresh,
                     const ForwardRule& rule);
-    // The rule's part of a shared-tier key: its domain, or nothing for the default rule.
+    // The rule's part of a shared-tier key (ForwardRule::shared_view).
     static std::string_view shared_view(const ForwardRule& rule);
     // Sends the query upstream; false (nothing started) over max_outstanding.
     bool start(const Question& question, std::string key, const ForwardRule& rule);

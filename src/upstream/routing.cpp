@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "dns/name.h"
@@ -127,6 +128,25 @@ std::shared_ptr<UpstreamServer> UpstreamRegistry::get(const UpstreamAddress& add
     return server;
 }
 
+namespace {
+
+// What a forwarding rule other than the default is, as the shared tier's keys name it.
+std::string shared_view_of(const ForwardZone& zone) {
+    std::string what;
+    for (const std::string& d : zone.domains) what += d + ' ';
+    for (const UpstreamAddress& u : zone.upstreams) what += u.to_string() + ' ';
+    uint64_t h = 0xcbf29ce484222325u;  // FNV-1a: stable across hosts and releases
+    for (const char c : what) {
+        h ^= static_cast<uint8_t>(c);
+        h *= 0x100000001b3u;
+    }
+    char digest[17];
+    std::snprintf(digest, sizeof digest, "%016llx", static_cast<unsigned long long>(h));
+    return zone.domains.front() + '#' + digest;
+}
+
+}  // namespace
+
 std::shared_ptr<const Routing> Routing::build(const Config& config, UpstreamRegistry& known,
                                               const std::vector<HostsEntry>& hosts) {
     auto routing = std::make_shared<Routing>();
@@ -142,17 +162,19 @@ std::shared_ptr<const Routing> Routing::build(const Config& config, UpstreamRegi
         return std::make_shared<UpstreamSet>(std::move(servers));
     };
     // The default rule first: `upstream` (or resolv.conf's), unless a [[forward]] names ".".
-    routing->rules_.push_back(ForwardRule{".", {"."}, set_of(config.upstreams), true});
+    routing->rules_.push_back(ForwardRule{".", {"."}, set_of(config.upstreams), true, {}});
     for (const ForwardZone& zone : config.forwards) {
         const bool is_default =
             std::find(zone.domains.begin(), zone.domains.end(), ".") != zone.domains.end();
         size_t index = 0;
         if (is_default) {
-            routing->rules_[0] = ForwardRule{".", zone.domains, set_of(zone.upstreams), zone.cache};
+            routing->rules_[0] =
+                ForwardRule{".", zone.domains, set_of(zone.upstreams), zone.cache, {}};
         } else {
             index = routing->rules_.size();
             routing->rules_.push_back(ForwardRule{zone.domains.front(), zone.domains,
-                                                  set_of(zone.upstreams), zone.cache});
+                                                  set_of(zone.upstreams), zone.cache,
+                                                  shared_view_of(zone)});
         }
         for (const std::string& domain : zone.domains) {
             if (domain != ".") routing->zones_[wire_of(domain)] = Zone{RouteKind::Forward, index};

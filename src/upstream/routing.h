@@ -29,6 +29,10 @@ struct ForwardRule {
     std::vector<std::string> domains;
     std::shared_ptr<UpstreamSet> upstreams;
     bool cache = true;
+    // Its part of a shared-tier key (sharedcache::shared_key): empty for the default rule;
+    // otherwise its first domain and a digest of all its domains and servers, so that only
+    // hosts sending the same domains to the same servers share its answers.
+    std::string shared_view;
 };
 
 // A name nscache answers from local data: its records in wire form, ready to copy.

@@ -101,6 +101,30 @@ TEST(HostsTable, ByAddressTakesTheFirstLine) {
 namespace nscache::hostdb {
 namespace {
 
+// Past 64 MiB only whole lines are read: the line whose newline is the first byte past the
+// bound is whole and kept; the next one, cut, is not (a cut name must never be served).
+TEST(HostsFile, AFileOverTheBoundIsReadToItsLastWholeLine) {
+    constexpr size_t kBound = size_t{64} << 20;
+    const std::string kept = "192.0.2.7 kept.test\n";
+    std::string text;
+    text.reserve(kBound + 64);
+    const std::string filler = "# " + std::string(1021, 'x') + "\n";  // 1 KiB comment lines
+    while (text.size() + filler.size() <= kBound + 1 - kept.size()) text += filler;
+    text += std::string(kBound + 1 - kept.size() - text.size() - 1, '#') + "\n";
+    text += kept;  // its newline is byte kBound, just past the bound
+    text += "192.0.2.8 cut.test\n";
+    ASSERT_EQ(text.size(), kBound + 1 + 19);
+    char path[] = "/tmp/nscache-bighosts-XXXXXX";
+    const int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    close(fd);
+    const auto entries = read_hosts_entries(path);
+    unlink(path);
+    ASSERT_EQ(entries.size(), 1u);
+    EXPECT_EQ(entries[0].name, "kept.test.");
+}
+
 // The watch on the folder sees an editor's rename over the file; the one on the file sees a
 // write in place. Either reloads the table on the loop's thread.
 TEST(HostsFile, ReloadsWhenTheFileIsReplacedOrWritten) {
