@@ -10,7 +10,7 @@ packages=(
   # unit tests and micro-benchmarks
   googletest libgtest-dev libbenchmark-dev
   # integration tests: a real upstream, real clients, the fake upstream's language
-  nsd bind9-dnsutils knot-dnsutils python3 python3-pytest python3-dnspython
+  nsd bind9-dnsutils knot-dnsutils python3 python3-pytest python3-pytest-xdist python3-dnspython
   # DNS over TLS tests: a real DoT server, and the test CA's tool
   unbound openssl
   # the nscd front's tests: trace a warm getaddrinfo, give the test namespace an IPv6 address
