@@ -1,4 +1,5 @@
 // nscache: one binary, one subcommand per job. This file only dispatches.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -9,29 +10,61 @@
 
 namespace {
 
-constexpr const char* kUsage =
-    "usage: nscache <command> [options]\n"
-    "\n"
-    "  serve [--config FILE] [--listen ADDR:PORT]... [--upstream "
-    "ADDR[:PORT]|tls://ADDR[:PORT][#NAME]]...\n"
-    "        [--threads N] [--cache-size SIZE] [--control PATH] [--user NAME]\n"
-    "        [--nss-socket PATH] [--nscd-socket PATH] [--verbose]\n"
-    "                                   run the caching DNS daemon in the foreground\n"
-    "  query [--server ADDR:PORT] [--tcp] NAME [TYPE]\n"
-    "                                   ask the daemon and print the answer\n"
-    "  stats [--control PATH] [--json]  show counters\n"
-    "  flush [--control PATH] [NAME]    empty the cache, or drop one name\n"
-    "  reload [--control PATH]          re-read the configuration (as SIGHUP does)\n"
-    "  dump [--control PATH] FILE       write the cache to FILE (inside state-dir)\n"
-    "  load [--control PATH] FILE       read cache entries from FILE (inside state-dir)\n"
-    "  check-config FILE                check a configuration file\n"
-    "  --version                        print the version\n";
+struct Command {
+    const char* name;
+    const char* synopsis;  // after "nscache "
+    const char* summary;
+    int (*run)(const nscache::Args&);
+};
+
+constexpr Command kCommands[] = {
+    {"serve",
+     "serve [--config FILE] [--listen ADDR:PORT]... [--upstream "
+     "ADDR[:PORT]|tls://ADDR[:PORT][#NAME]]...\n"
+     "        [--threads N] [--cache-size SIZE] [--control PATH] [--user NAME]\n"
+     "        [--nss-socket PATH] [--nscd-socket PATH] [--verbose]",
+     "run the caching DNS daemon in the foreground", nscache::serve_command},
+    {"query", "query [--server ADDR:PORT] [--tcp] NAME [TYPE]",
+     "ask the daemon and print the answer", nscache::query_command},
+    {"stats", "stats [--control PATH] [--json]", "show counters", nscache::stats_command},
+    {"flush", "flush [--control PATH] [NAME]", "empty the cache, or drop one name",
+     nscache::flush_command},
+    {"reload", "reload [--control PATH]", "re-read the configuration (as SIGHUP does)",
+     nscache::reload_command},
+    {"dump", "dump [--control PATH] FILE", "write the cache to FILE (inside state-dir)",
+     nscache::dump_command},
+    {"load", "load [--control PATH] FILE", "read cache entries from FILE (inside state-dir)",
+     nscache::load_command},
+    {"check-config", "check-config FILE", "check a configuration file",
+     nscache::check_config_command},
+};
+
+void print_usage(FILE* to) {
+    std::fputs("usage: nscache <command> [options]\n\n", to);
+    for (const Command& c : kCommands) {
+        // The summary goes in a column of its own, or below a synopsis too long for it.
+        const size_t width = std::strlen(c.synopsis);
+        if (width <= 32 && std::strchr(c.synopsis, '\n') == nullptr) {
+            std::fprintf(to, "  %-32s %s\n", c.synopsis, c.summary);
+        } else {
+            std::fprintf(to, "  %s\n  %32s %s\n", c.synopsis, "", c.summary);
+        }
+    }
+    std::fprintf(to, "  %-32s %s\n", "--version", "print the version");
+}
+
+// `nscache CMD --help` (or -h) anywhere after the command: that command's usage, whatever
+// else is on the line, rather than a complaint about it.
+bool wants_help(const nscache::Args& args) {
+    return std::any_of(args.begin(), args.end(),
+                       [](const std::string& a) { return a == "--help" || a == "-h"; });
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fputs(kUsage, stderr);
+        print_usage(stderr);
         return nscache::kExitUsage;
     }
     const std::string command = argv[1];
@@ -41,17 +74,18 @@ int main(int argc, char** argv) {
         return nscache::kExitOk;
     }
     if (command == "--help" || command == "-h" || command == "help") {
-        std::fputs(kUsage, stdout);
+        print_usage(stdout);
         return nscache::kExitOk;
     }
-    if (command == "serve") return nscache::serve_command(args);
-    if (command == "query") return nscache::query_command(args);
-    if (command == "stats") return nscache::stats_command(args);
-    if (command == "flush") return nscache::flush_command(args);
-    if (command == "reload") return nscache::reload_command(args);
-    if (command == "dump") return nscache::dump_command(args);
-    if (command == "load") return nscache::load_command(args);
-    if (command == "check-config") return nscache::check_config_command(args);
-    std::fprintf(stderr, "nscache: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+    for (const Command& c : kCommands) {
+        if (command != c.name) continue;
+        if (wants_help(args)) {
+            std::printf("usage: nscache %s\n\n  %s\n", c.synopsis, c.summary);
+            return nscache::kExitOk;
+        }
+        return c.run(args);
+    }
+    std::fprintf(stderr, "nscache: unknown command '%s'\n\n", command.c_str());
+    print_usage(stderr);
     return nscache::kExitUsage;
 }

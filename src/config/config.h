@@ -172,7 +172,12 @@ struct ConfigError {
     std::string message;
 };
 
-// Reads a TOML file over `config`. Unknown keys and bad values are errors.
+// What the config file and a resolv.conf may hold: far above any real one (a few KiB), and
+// small enough that a wrong path costs no memory.
+inline constexpr size_t kMaxConfigFileBytes = size_t{1} << 20;
+
+// Reads a TOML file over `config`. Unknown keys and bad values are errors, and so is a path
+// that is not a regular file (a FIFO, a device: read_small_file) or one over the bound.
 std::optional<ConfigError> load_config_file(const std::string& path, Config& config);
 // The same for text already in memory; `source` names it in messages.
 std::optional<ConfigError> load_config_text(std::string_view text, const std::string& source,

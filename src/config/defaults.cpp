@@ -1,9 +1,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <sstream>
 
+#include "common/files.h"
 #include "config/config.h"
 
 namespace nscache {
@@ -72,11 +72,13 @@ std::optional<ConfigError> resolve_defaults(Config& config, const std::string& r
 
 std::optional<std::vector<SocketAddress>> read_resolv_nameservers(
     const std::string& path, const std::vector<SocketAddress>& listen, std::string& error) {
-    std::ifstream resolv(path);
-    if (!resolv) {
-        error = "no upstream given and " + path + " cannot be read";
+    std::string why;
+    const auto text = read_small_file(path, kMaxConfigFileBytes, why);
+    if (!text) {
+        error = "no upstream given and " + path + " cannot be read: " + why;
         return std::nullopt;
     }
+    std::istringstream resolv(*text);
     std::vector<SocketAddress> upstreams;
     std::string line;
     while (std::getline(resolv, line)) {

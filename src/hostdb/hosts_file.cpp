@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <strings.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -54,13 +55,22 @@ std::vector<std::string_view> fields_of(std::string_view line) {
 
 // The file's text, up to kMaxHostsBytes and then only whole lines (a name cut in two must not
 // be served). A file that is missing reads as empty; one that cannot be read too, with a
-// warning, as the daemon's user may lack the right to read it after a privilege switch.
+// warning, as the daemon's user may lack the right to read it after a privilege switch; and
+// so does one that is not a regular file: a FIFO would block the NSS or nscd thread until
+// something wrote to it (O_NONBLOCK opens it at once; fstat then refuses it), a device such
+// as /dev/zero never ends.
 std::string read_file(const std::string& path, bool& exists) {
     std::string text;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     exists = fd >= 0;
     if (fd < 0) {
         if (errno != ENOENT) log_warning("cannot read %s: %s", path.c_str(), std::strerror(errno));
+        return text;
+    }
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        log_warning("cannot read %s: not a regular file", path.c_str());
+        close(fd);
         return text;
     }
     char chunk[65536];

@@ -27,32 +27,45 @@ std::once_flag g_functions_once;
 // or anything listening at its address, could kill the daemon with one extra "+OK". The reader
 // builds replies through these wrappers, which refuse a reply beyond the commands sent; the
 // reader then reports an error and hiredis drops the connection, every command on it failing.
+//
+// The same wrappers bound what a reply may make hiredis keep. hiredis calls create_array at an
+// array's header, before its elements arrive, and keeps each element it parses until the
+// array is whole: refused there, a reply of the wrong type or size is dropped at its first
+// line, not after the server has streamed gigabytes into it.
 void* RedisConnection::create_string(const redisReadTask* task, char* str, size_t len) {
-    if (!admit(task)) return nullptr;
+    if (!admit(task, 0, len)) return nullptr;
     return g_hiredis_functions->createString(task, str, len);
 }
 
 void* RedisConnection::create_array(const redisReadTask* task, int elements) {
-    if (!admit(task)) return nullptr;
+    if (!admit(task, elements > 0 ? static_cast<size_t>(elements) : 0, 0)) return nullptr;
     return g_hiredis_functions->createArray(task, elements);
 }
 
 void* RedisConnection::create_integer(const redisReadTask* task, long long value) {
-    if (!admit(task)) return nullptr;
+    if (!admit(task, 0, 0)) return nullptr;
     return g_hiredis_functions->createInteger(task, value);
 }
 
 void* RedisConnection::create_nil(const redisReadTask* task) {
-    if (!admit(task)) return nullptr;
+    if (!admit(task, 0, 0)) return nullptr;
     return g_hiredis_functions->createNil(task);
 }
 
-bool RedisConnection::admit(const redisReadTask* task) {
-    if (task->parent != nullptr) return true;  // part of a reply already admitted
+bool RedisConnection::admit(const redisReadTask* task, size_t elements, size_t bytes) {
     RedisConnection* c = self_of(task->privdata);
-    if (c->replies_started_ >= c->commands_sent_) return false;
-    ++c->replies_started_;
-    return true;
+    if (task->parent == nullptr) {  // a new reply: the next command's
+        if (c->expected_.empty()) return false;
+        const ReplyTypes expect = c->expected_.front() | (1u << REDIS_REPLY_ERROR);
+        c->expected_.pop_front();
+        if (task->type < 0 || task->type >= 32 || (expect & (1u << task->type)) == 0) {
+            return false;
+        }
+        c->reply_elements_ = c->reply_bytes_ = 0;
+    }
+    c->reply_elements_ += elements;
+    c->reply_bytes_ += bytes;
+    return c->reply_elements_ <= kMaxReplyElements && c->reply_bytes_ <= kMaxReplyBytes;
 }
 
 RedisConnection::RedisConnection(EventLoop& loop, Listener& listener)
@@ -88,7 +101,7 @@ bool RedisConnection::open(const RedisEndpoint& endpoint) {
     ac_ = ac;
     closing_ = false;
     reading_ = writing_ = false;
-    commands_sent_ = replies_started_ = 0;
+    expected_.clear();
     std::call_once(g_functions_once, [ac] { g_hiredis_functions = ac->c.reader->fn; });
     static redisReplyObjectFunctions counting{create_string, create_array, create_integer,
                                               create_nil, g_hiredis_functions->freeObject};
@@ -107,7 +120,8 @@ bool RedisConnection::open(const RedisEndpoint& endpoint) {
     return true;
 }
 
-bool RedisConnection::command(std::initializer_list<std::string_view> args, uint64_t token) {
+bool RedisConnection::command(std::initializer_list<std::string_view> args, uint64_t token,
+                              ReplyTypes expect) {
     if (!usable()) return false;
     constexpr size_t kMaxArgs = 8;
     const char* argv[kMaxArgs];
@@ -125,7 +139,7 @@ bool RedisConnection::command(std::initializer_list<std::string_view> args, uint
         return false;
     }
     ++pending_;
-    ++commands_sent_;
+    expected_.push_back(expect);
     return true;
 }
 
@@ -180,6 +194,7 @@ void RedisConnection::cleanup(void* self) {
     c->closing_ = false;
     c->reading_ = c->writing_ = false;
     c->pending_ = 0;
+    c->expected_.clear();
 }
 
 void RedisConnection::reply_callback(redisAsyncContext* ac, void* reply, void* token) {

@@ -7,6 +7,12 @@
 // the loop: with the reply, or with null when the connection ended first (close(), an error,
 // a protocol error, the server going away). Nothing is delivered from inside command() or
 // open(). A context hiredis frees by itself (an error) leaves the object closed and reusable.
+//
+// Bounded: what a server sends is judged while hiredis parses it, not once a reply is whole
+// (hiredis 0.14 keeps every element of an unfinished array, with no limit on their number).
+// A reply of a type its command never returns, one announcing more than kMaxReplyElements
+// elements or holding more than kMaxReplyBytes of strings, one no command asked for, or more
+// than 4 MiB of unparsed bytes: each ends the connection, every command on it failing.
 #pragma once
 
 #include <hiredis/async.h>
@@ -14,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <initializer_list>
 #include <string_view>
 
@@ -34,6 +41,24 @@ class RedisConnection final : public EventHandler {
         ~Listener() = default;
     };
 
+    // The top-level reply types a command may answer with, as a mask of 1 << REDIS_REPLY_*.
+    // An error reply is always allowed.
+    using ReplyTypes = uint32_t;
+    // GETRANGE: a bulk string (hiredis reads a nil bulk, "$-1", as one too).
+    static constexpr ReplyTypes kStringReply = 1u << REDIS_REPLY_STRING;
+    // SET (without NX or XX), AUTH, ASKING, PING: a status ("+OK", "+PONG").
+    static constexpr ReplyTypes kStatusReply = 1u << REDIS_REPLY_STATUS;
+    // CLUSTER SLOTS.
+    static constexpr ReplyTypes kArrayReply = 1u << REDIS_REPLY_ARRAY;
+
+    // Elements one reply may announce, its nested arrays' counted with its own. CLUSTER SLOTS
+    // is the only array we ask for: 16384 single-slot ranges with a master and two replicas
+    // of four fields each are ~250k; real clusters send a few hundred. At ~64 bytes an
+    // element in hiredis, the bound holds a reply under ~8 MiB.
+    static constexpr size_t kMaxReplyElements = size_t{1} << 17;
+    // Bytes of the strings of one reply (a GETRANGE value is at most ~64 KiB).
+    static constexpr size_t kMaxReplyBytes = size_t{4} << 20;
+
     RedisConnection(EventLoop& loop, Listener& listener);
     // Frees the context; the listener hears nothing more.
     ~RedisConnection();
@@ -47,8 +72,9 @@ class RedisConnection final : public EventHandler {
     bool usable() const { return ac_ != nullptr && !closing_; }
     // No context at all: open() may start one.
     bool idle() const { return ac_ == nullptr; }
-    // Queues one command (binary-safe arguments). False when not usable.
-    bool command(std::initializer_list<std::string_view> args, uint64_t token);
+    // Queues one command (binary-safe arguments) whose reply must be one of `expect`. False
+    // when not usable.
+    bool command(std::initializer_list<std::string_view> args, uint64_t token, ReplyTypes expect);
     // Ends the connection. Commands still waiting get on_reply(null): at once, or, when called
     // from inside a reply, right after that reply's handler returns.
     void close();
@@ -70,8 +96,9 @@ class RedisConnection final : public EventHandler {
     static void* create_array(const redisReadTask* task, int elements);
     static void* create_integer(const redisReadTask* task, long long value);
     static void* create_nil(const redisReadTask* task);
-    // False for a reply no command is waiting for.
-    static bool admit(const redisReadTask* task);
+    // False for a reply no command is waiting for, or of a type its command never returns,
+    // or past the bounds above (`elements`, `bytes`: what this part of it adds).
+    static bool admit(const redisReadTask* task, size_t elements, size_t bytes);
 
     void set_interest(bool reading, bool writing);
 
@@ -83,8 +110,11 @@ class RedisConnection final : public EventHandler {
     bool writing_ = false;
     bool closing_ = false;  // hiredis is freeing the context (or will, once a callback returns)
     size_t pending_ = 0;
-    uint64_t commands_sent_ = 0;    // on this context
-    uint64_t replies_started_ = 0;  // top-level replies the reader began
+    // The reply types of the commands sent on this context whose replies the reader has not
+    // begun, in the order sent (at most the commands pending).
+    std::deque<ReplyTypes> expected_;
+    size_t reply_elements_ = 0;  // of the reply being read
+    size_t reply_bytes_ = 0;
 };
 
 }  // namespace nscache::sharedcache

@@ -91,9 +91,11 @@ bool SharedTier::ready(int index) {
         Request* auth = requests_.add(id);
         auth->kind = Kind::Auth;
         auth->node = index;
-        const bool sent = config_.user.empty()
-                              ? connection.command({"AUTH", config_.password}, id)
-                              : connection.command({"AUTH", config_.user, config_.password}, id);
+        const bool sent =
+            config_.user.empty()
+                ? connection.command({"AUTH", config_.password}, id, RedisConnection::kStatusReply)
+                : connection.command({"AUTH", config_.user, config_.password}, id,
+                                     RedisConnection::kStatusReply);
         if (!sent) requests_.remove(id);
     }
     return true;
@@ -110,7 +112,7 @@ bool SharedTier::send(RequestId id, Request& r, int node, bool asking) {
         Request* a = requests_.add(asking_id);
         a->kind = Kind::Asking;
         a->node = node;
-        if (!connection.command({"ASKING"}, asking_id)) {
+        if (!connection.command({"ASKING"}, asking_id, RedisConnection::kStatusReply)) {
             requests_.remove(asking_id);
             return false;
         }
@@ -118,11 +120,13 @@ bool SharedTier::send(RequestId id, Request& r, int node, bool asking) {
     bool sent = false;
     if (r.kind == Kind::Get) {
         // GETRANGE, not GET: at most kMaxValueBytes + 1 bytes come back, whatever is stored.
-        sent = connection.command({"GETRANGE", r.key, "0", max_value_index_}, id);
+        sent = connection.command({"GETRANGE", r.key, "0", max_value_index_}, id,
+                                  RedisConnection::kStringReply);
     } else if (r.kind == Kind::Set) {
         const std::string px = std::to_string(r.ttl_ms);
         const std::string_view value(reinterpret_cast<const char*>(r.value.data()), r.value.size());
-        sent = connection.command({"SET", r.key, value, "PX", px}, id);
+        sent =
+            connection.command({"SET", r.key, value, "PX", px}, id, RedisConnection::kStatusReply);
     }
     if (sent) {
         r.node = node;
@@ -154,18 +158,16 @@ void SharedTier::on_deadlines() {
         // Gone before anything below can close the connection and call back for it.
         requests_.remove(id);
         bump(counters_.shared_timeouts);
-        if (kind == Kind::Get) {
-            node_failed(node, epoch);
-            sink_.shared_lookup_done(token, nullptr);
-        } else if (kind == Kind::Set) {
-            node_failed(node, epoch);
-        } else if (kind == Kind::Ping) {
-            Node& n = *nodes_[static_cast<size_t>(node)];
-            n.probing = false;
-            if (n.connection) n.connection->close();  // stuck: the next probe starts afresh
-        } else if (kind == Kind::Slots) {
-            slots_pending_ = false;
-        }
+        Node& n = *nodes_[static_cast<size_t>(node)];
+        if (kind == Kind::Get || kind == Kind::Set) node_failed(node, epoch);
+        if (kind == Kind::Ping) n.probing = false;
+        if (kind == Kind::Slots) slots_pending_ = false;
+        // A reply past its deadline would still be read, and behind it every later one: a
+        // server trickling one endless reply held the connection (and all hiredis had parsed
+        // of it) while each timeout counted only one failure of the three that mark the node
+        // down. Dropped, the requests still on it fail now and the next one starts afresh.
+        if (n.connection) n.connection->close();
+        if (kind == Kind::Get) sink_.shared_lookup_done(token, nullptr);
     }
     if (!deadlines_.empty() && deadline_timer_ == EventLoop::kNoTimer) {
         deadline_timer_ = loop_.add_timer(deadlines_.front().first, [this] {
@@ -436,7 +438,7 @@ void SharedTier::probe_down_nodes() {
         Request* ping = requests_.add(id);
         ping->kind = Kind::Ping;
         ping->node = static_cast<int>(i);
-        if (!node.connection->command({"PING"}, id)) {
+        if (!node.connection->command({"PING"}, id, RedisConnection::kStatusReply)) {
             requests_.remove(id);
             continue;
         }
@@ -459,7 +461,8 @@ void SharedTier::refresh_slots() {
         Request* r = requests_.add(id);
         r->kind = Kind::Slots;
         r->node = static_cast<int>(i);
-        if (!nodes_[i]->connection->command({"CLUSTER", "SLOTS"}, id)) {
+        if (!nodes_[i]->connection->command({"CLUSTER", "SLOTS"}, id,
+                                            RedisConnection::kArrayReply)) {
             requests_.remove(id);
             continue;
         }

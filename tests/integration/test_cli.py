@@ -295,3 +295,59 @@ def test_upstream_default_port_53_accepted(daemon):
     d = daemon(["127.0.0.9"])
     ups = d.stats()["upstreams"]
     assert len(ups) == 1 and str(ups[0]["address"]).endswith(":53"), ups
+
+
+def _not_regular_files(tmp_path):
+    """A FIFO (which blocks whoever opens it for reading), a symlink to one, and /dev/zero
+    (which never ends)."""
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.toml"
+    link.symlink_to(fifo)
+    return [(str(fifo), "FIFO"), (str(link), "FIFO"), ("/dev/zero", "character device")]
+
+
+def test_check_config_refuses_what_is_not_a_regular_file(nscache, tmp_path):
+    for path, kind in _not_regular_files(tmp_path):
+        r = run([nscache, "check-config", path], timeout=10)
+        assert r.returncode == 2, f"exit {r.returncode} for {path}\n{r.stdout}{r.stderr}"
+        assert f"not a regular file (a {kind})" in r.stderr, r.stderr
+        assert path in r.stderr, r.stderr
+
+
+def test_resolv_file_that_is_not_a_regular_file_is_refused(nscache, tmp_path):
+    for i, (path, kind) in enumerate(_not_regular_files(tmp_path)):
+        config = tmp_path / f"resolv{i}.toml"
+        config.write_text(f'resolv-file = "{path}"\n')
+        full = [nscache, "serve", "--listen", "127.0.0.1:0", "--config", str(config),
+                "--control", str(tmp_path / "cli-control.sock"),
+                "--nss-socket", str(tmp_path / "nss.sock")]
+        p = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=clean_env(), stdin=subprocess.DEVNULL)
+        try:
+            out, err = p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            stop_process(p)
+            p.communicate(timeout=5)
+            pytest.fail(f"resolv-file = {path}: the daemon kept running")
+        assert p.returncode == 2, f"exit {p.returncode} for {path}\n{err}"
+        assert f"{path} cannot be read: not a regular file (a {kind})" in err, err
+
+
+@pytest.mark.parametrize("sub,synopsis", [
+    ("serve", "serve [--config FILE]"),
+    ("query", "query [--server ADDR:PORT] [--tcp] NAME [TYPE]"),
+    ("stats", "stats [--control PATH] [--json]"),
+    ("flush", "flush [--control PATH] [NAME]"),
+    ("reload", "reload [--control PATH]"),
+    ("dump", "dump [--control PATH] FILE"),
+    ("load", "load [--control PATH] FILE"),
+    ("check-config", "check-config FILE"),
+])
+def test_help_after_a_command_prints_its_usage(nscache, sub, synopsis):
+    # After any other argument too: `serve --help` used to say "--help needs a value".
+    for args in (["--help"], ["-h"], ["--control", "/nonexistent", "--help"], ["x", "-h"]):
+        r = run([nscache, sub] + args, timeout=10)
+        assert r.returncode == 0, f"{sub} {args}: exit {r.returncode}\n{r.stdout}{r.stderr}"
+        assert r.stdout.startswith(f"usage: nscache {synopsis}"), f"{sub} {args}: {r.stdout!r}"
+        assert r.stderr == "", f"{sub} {args}: {r.stderr!r}"

@@ -114,6 +114,27 @@ def test_bad_config_on_reload_is_refused_and_the_old_one_stays(daemon, fake_upst
     assert a_addrs(ask(d.port, "keep.fake.test")) == ["192.0.2.7"]
 
 
+def test_config_replaced_by_a_fifo_is_refused_and_sigterm_still_works(daemon, fake_upstream,
+                                                                       nscache):
+    """A FIFO blocked the reload on the thread that reads signals: SIGHUP and SIGTERM were
+    never read again and the daemon needed SIGKILL. It is refused without being opened for
+    long; the fixture's SIGTERM at teardown must still end the daemon with exit code 0."""
+    fake_upstream.add("keep.fake.test.", "A", 300, "192.0.2.7")
+    d = daemon([], config=f'upstream = ["{fake_upstream.addr}"]\n')
+    path = d.workdir / "nscache.toml"
+    os.unlink(path)
+    os.mkfifo(path)
+    r = subprocess.run([nscache, "reload", "--control", d.control], capture_output=True,
+                       text=True, timeout=10)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "nscache.toml: cannot read: not a regular file (a FIFO)" in r.stderr, r.stderr
+    os.kill(d.pid, signal.SIGHUP)
+    assert wait_until(lambda: d.stderr_text().count("not a regular file (a FIFO)") >= 2,
+                      timeout=5), d.stderr_text()
+    assert a_addrs(ask(d.port, "keep.fake.test")) == ["192.0.2.7"]
+    assert d.stop() == 0
+
+
 def test_options_that_need_a_restart_are_named(daemon, fake_upstream, nscache):
     d = daemon([], config=f'upstream = ["{fake_upstream.addr}"]\n')
     write_config(d, f'upstream = ["{fake_upstream.addr}"]\nedns-buffer-size = 4096\n')

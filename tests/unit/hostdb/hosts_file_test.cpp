@@ -1,6 +1,7 @@
 #include "hostdb/hosts_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -123,6 +124,19 @@ TEST(HostsFile, AFileOverTheBoundIsReadToItsLastWholeLine) {
     unlink(path);
     ASSERT_EQ(entries.size(), 1u);
     EXPECT_EQ(entries[0].name, "kept.test.");
+}
+
+// A FIFO at the path would block the NSS or nscd thread in open() until a writer came; a
+// device would never end. Either reads as an empty file.
+TEST(HostsFile, AFifoOrADeviceReadsAsEmptyWithoutBlocking) {
+    char folder[] = "/tmp/nscache-hostsfifo-XXXXXX";
+    ASSERT_NE(mkdtemp(folder), nullptr);
+    const std::string fifo = std::string(folder) + "/hosts";
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    EXPECT_TRUE(read_hosts_entries(fifo).empty());
+    EXPECT_TRUE(read_hosts_entries("/dev/zero").empty());
+    unlink(fifo.c_str());
+    rmdir(folder);
 }
 
 // The watch on the folder sees an editor's rename over the file; the one on the file sees a
