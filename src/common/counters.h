@@ -32,6 +32,10 @@ namespace nscache {
     X(upstream_tls_handshakes, "TLS handshakes with upstreams completed")                          \
     X(upstream_tls_resumed, "TLS handshakes that resumed an earlier session")                      \
     X(upstream_tls_auth_failures, "TLS upstreams that failed authentication")                      \
+    X(upstream_stream_abandoned,                                                                   \
+      "queries given up on an upstream TCP/TLS connection, ID quarantined")                        \
+    X(upstream_stream_replaced,                                                                    \
+      "upstream TCP/TLS sockets replaced: too many abandoned IDs on them")                         \
     X(coalesced, "client queries that joined an identical query in flight")                        \
     X(answers_servfail, "SERVFAIL answers sent")                                                   \
     X(answers_formerr, "FORMERR answers sent")                                                     \

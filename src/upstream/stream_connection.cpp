@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <utility>
 
 #include "common/log.h"
 #include "common/random.h"
@@ -17,8 +18,17 @@
 namespace nscache::upstream {
 namespace {
 
-// Queries one connection holds at once (answered or cancelled ones free their ID).
-constexpr size_t kMaxPending = 1024;
+// Queries waiting for their answer on one connection at once.
+constexpr size_t kMaxLive = 1024;
+// Abandoned IDs a socket may hold before the next query moves to a fresh one: a quarter of
+// the live limit, so the table never comes near full of queries nobody waits for.
+constexpr size_t kRetireAbandoned = kMaxLive / 4;
+// IDs one socket holds at most, live and quarantined. Far below the 65,536 IDs: a random free
+// one is found at once. Reached only if queries give up faster than the socket can be
+// replaced (inside an answer's delivery it is not).
+constexpr size_t kMaxPending = 4 * kMaxLive;
+// Draining sockets per connection; past this the oldest closes (its queries go again).
+constexpr size_t kMaxDraining = 4;
 constexpr uint64_t kConnectTimeoutMs = 3000;
 constexpr uint64_t kFirstBackoffMs = 50;
 constexpr uint64_t kMaxBackoffMs = 5000;
@@ -45,6 +55,8 @@ StreamConnection::StreamConnection(EventLoop& loop, WorkerCounters& counters,
       options_(options) {}
 
 StreamConnection::~StreamConnection() {
+    draining_.clear();  // their SSLs store sessions into our session_
+    loop_.cancel_timer(reap_timer_);
     loop_.cancel_timer(timer_);
     if (ssl_ != nullptr) SSL_free(ssl_);
     if (session_ != nullptr) SSL_SESSION_free(session_);
@@ -54,19 +66,27 @@ StreamConnection::~StreamConnection() {
     }
 }
 
+size_t StreamConnection::outstanding() const {
+    size_t n = live_;
+    for (const auto& d : draining_) n += d->live_;
+    return n;
+}
+
 bool StreamConnection::send(const dns::UpstreamQuestion& question, Waiter* waiter, uint16_t& id) {
-    if (pending_.size() >= kMaxPending) return false;
+    if (abandoned() >= kRetireAbandoned && !delivering_) {
+        if (state_ == State::Open) {
+            retire_socket();
+        } else {
+            compact();
+        }
+    }
+    if (live_ >= kMaxLive || pending_.size() >= kMaxPending) return false;
     for (int tries = 0;; ++tries) {
         if (tries == 64) return false;
         id = secure_random_u16();
         if (pending_.find(id) == pending_.end()) break;
     }
-    uint8_t query[2 + dns::kMaxPaddedUpstreamQuery];
-    const std::span<uint8_t> body(query + 2, dns::kMaxPaddedUpstreamQuery);
-    size_t n = dns::write_upstream_query(question, id, options_.edns_buffer_size, body);
-    if (tls_ != nullptr) n = dns::pad_upstream_query(body, n);  // RFC 8467 §4.1
-    dns::write_u16(query, static_cast<uint16_t>(n));
-    wbuf_.insert(wbuf_.end(), query, query + 2 + n);
+    append_frame(question, id);
     pending_[id] = Pending{waiter, question, state_ == State::Open ? monotonic_us() : 0};
     ++live_;
     bump(counters_.upstream_queries);
@@ -86,10 +106,24 @@ bool StreamConnection::send(const dns::UpstreamQuestion& question, Waiter* waite
     return true;
 }
 
+void StreamConnection::append_frame(const dns::UpstreamQuestion& question, uint16_t id) {
+    uint8_t query[2 + dns::kMaxPaddedUpstreamQuery];
+    const std::span<uint8_t> body(query + 2, dns::kMaxPaddedUpstreamQuery);
+    size_t n = dns::write_upstream_query(question, id, options_.edns_buffer_size, body);
+    if (tls_ != nullptr) n = dns::pad_upstream_query(body, n);  // RFC 8467 §4.1
+    dns::write_u16(query, static_cast<uint16_t>(n));
+    wbuf_.insert(wbuf_.end(), query, query + 2 + n);
+}
+
 void StreamConnection::cancel(uint16_t id, const Waiter* waiter) {
     auto it = pending_.find(id);
-    if (it == pending_.end() || it->second.waiter != waiter) return;
+    if (it == pending_.end() || it->second.waiter != waiter) {
+        // A waiter has one query on a connection at most: it may be on a draining socket.
+        for (auto& d : draining_) d->cancel(id, waiter);
+        return;
+    }
     it->second.waiter = nullptr;
+    bump(counters_.upstream_stream_abandoned);
     if (--live_ == 0 && state_ == State::Open) arm_idle_timer();
 }
 
@@ -97,6 +131,75 @@ void StreamConnection::reset() {
     if (state_ == State::Open || state_ == State::Connecting || state_ == State::Handshaking) {
         drop(false);
     }
+    // The waiter that saw the broken answer cannot tell which socket it came on.
+    for (auto& d : draining_) d->reset();
+}
+
+void StreamConnection::compact() {
+    // Before Open nothing of wbuf_ went out (flush runs only when open), so no answer to an
+    // abandoned ID can come: free them, and frame again only the queries still wanted.
+    wbuf_.clear();
+    woff_ = 0;
+    std::erase_if(pending_, [](const auto& item) { return item.second.waiter == nullptr; });
+    for (const auto& [id, p] : pending_) append_frame(p.question, id);
+}
+
+void StreamConnection::retire_socket() {
+    auto old =
+        std::make_unique<StreamConnection>(loop_, counters_, address_, tls_, peer_, options_);
+    old->parent_ = this;
+    old->state_ = state_;
+    old->fd_ = std::exchange(fd_, -1);
+    old->ssl_ = std::exchange(ssl_, nullptr);  // its app data still points at our session_
+    old->want_write_ = std::exchange(want_write_, false);
+    old->pending_.swap(pending_);
+    old->live_ = std::exchange(live_, 0);
+    old->wbuf_.swap(wbuf_);
+    old->woff_ = std::exchange(woff_, 0);
+    old->rbuf_.swap(rbuf_);
+    old->rhave_ = std::exchange(rhave_, 0);
+    loop_.cancel_timer(timer_);  // the idle timer, if any: nothing is left here
+    loop_.remove(registration_);
+    interest_ = 0;
+    ++generation_;
+    state_ = State::Closed;
+    bump(counters_.upstream_stream_replaced);
+    StreamConnection& d = *old;
+    draining_.push_back(std::move(old));
+    uint32_t interest = EPOLLIN;
+    if (d.want_write_ || d.woff_ < d.wbuf_.size()) interest |= EPOLLOUT;
+    if (!loop_.add(d.fd_, interest, &d, d.registration_)) {
+        d.timer_ = loop_.add_timer(loop_.now_ms(), [&d] {
+            d.timer_ = EventLoop::kNoTimer;
+            d.drop(true);
+        });
+    } else {
+        d.interest_ = interest;
+        if (d.live_ == 0) d.arm_idle_timer();  // closes it at once
+    }
+    // Too many still draining: the oldest goes, from the loop (never inside send()).
+    size_t still = 0;
+    for (auto& x : draining_) still += x->state_ != State::Closed && !x->closing_;
+    for (auto& x : draining_) {
+        if (still <= kMaxDraining) break;
+        if (x->state_ == State::Closed || x->closing_) continue;
+        x->closing_ = true;
+        --still;
+        StreamConnection* victim = x.get();
+        victim->loop_.cancel_timer(victim->timer_);
+        victim->timer_ = loop_.add_timer(loop_.now_ms(), [victim] {
+            victim->timer_ = EventLoop::kNoTimer;
+            victim->drop(false);
+        });
+    }
+}
+
+void StreamConnection::reap_soon() {
+    if (reap_timer_ != EventLoop::kNoTimer) return;
+    reap_timer_ = loop_.add_timer(loop_.now_ms(), [this] {
+        reap_timer_ = EventLoop::kNoTimer;
+        std::erase_if(draining_, [](const auto& d) { return d->state_ == State::Closed; });
+    });
 }
 
 void StreamConnection::fail_soon() {
@@ -208,7 +311,9 @@ void StreamConnection::after_open() {
 
 void StreamConnection::arm_idle_timer() {
     loop_.cancel_timer(timer_);
-    timer_ = loop_.add_timer(loop_.now_ms() + options_.idle_timeout_ms, [this] {
+    // A draining socket closes as soon as no query waits on it.
+    const uint64_t wait_ms = parent_ != nullptr ? 0 : options_.idle_timeout_ms;
+    timer_ = loop_.add_timer(loop_.now_ms() + wait_ms, [this] {
         timer_ = EventLoop::kNoTimer;
         if (live_ == 0 && state_ == State::Open) drop(false);
     });
@@ -357,7 +462,9 @@ bool StreamConnection::process_frames() {
         }
         const uint32_t rtt =
             p.sent_at_us == 0 ? 0 : static_cast<uint32_t>(monotonic_us() - p.sent_at_us);
+        delivering_ = true;  // a query sent from the call must not move rbuf_ away
         p.waiter->on_stream_answer(msg, rtt);
+        delivering_ = false;
         if (generation != generation_ || state_ != State::Open) return false;
     }
     if (off > 0) {
@@ -386,7 +493,13 @@ void StreamConnection::drop(bool failed) {
     wbuf_.clear();
     woff_ = 0;
     rhave_ = 0;
-    if (failed) {
+    if (parent_ != nullptr) {
+        // Draining: never reconnects; its queries go again on the parent's socket.
+        if (failed) bump(counters_.upstream_connect_failures);
+        state_ = State::Closed;
+        rbuf_ = {};
+        parent_->reap_soon();
+    } else if (failed) {
         ++failures_;
         bump(counters_.upstream_connect_failures);
         const uint64_t backoff =

@@ -7,6 +7,14 @@
 // queries sent meanwhile wait for it. When the connection drops, every query still on it is
 // told, so it can be sent again.
 //
+// A query that gives up keeps its ID quarantined on the socket it went out on, so that a late
+// answer is recognised and dropped, never matched to a later query with the same ID. Those
+// IDs would fill the table (an upstream that drops queries, or a client asking names it never
+// answers, would otherwise take the connection from everyone): past kRetireAbandoned of them
+// the next query moves to a fresh socket, and the old one drains (its live queries are still
+// answered on it; it closes when none is left). Before it is open, a socket has sent nothing,
+// so there the abandoned IDs are simply freed.
+//
 // Over TLS, queries are padded to a multiple of 128 octets (RFC 8467 §4.1), the server must
 // authenticate (TlsClient::authenticated) unless the mode is opportunistic, and the session
 // the server hands out is offered again on the next connect (resumption).
@@ -61,18 +69,22 @@ class StreamConnection final : public EventHandler {
     StreamConnection& operator=(const StreamConnection&) = delete;
 
     // Queues a query for `question` (which must outlive the query) and returns its ID in
-    // `id`; false when the connection holds too many queries already.
+    // `id`; false when too many queries on it still wait for their answers (never because of
+    // queries that gave up).
     bool send(const dns::UpstreamQuestion& question, Waiter* waiter, uint16_t& id);
-    // `waiter` no longer wants the answer to `id` (its ID stays taken until the answer comes).
+    // `waiter` no longer wants the answer to `id`: its ID stays quarantined on its socket
+    // until the answer comes or the socket closes (counted in upstream_stream_abandoned).
     void cancel(uint16_t id, const Waiter* waiter);
-    // Drops the connection (a broken answer came on it); every query on it is told.
+    // Drops the connection and those draining (a broken answer came on one of them); every
+    // query on them is told.
     void reset();
 
     // A connect or handshake failed lately and the next one waits: opportunistic TLS goes to
     // cleartext meanwhile.
     bool backing_off() const { return state_ == State::Backoff; }
     bool open() const { return state_ == State::Open; }
-    size_t outstanding() const { return pending_.size(); }
+    // Queries that still wait for an answer, on this socket and those draining.
+    size_t outstanding() const;
     const SocketAddress& address() const { return address_; }
 
     void on_event(uint32_t events) override;
@@ -100,6 +112,14 @@ class StreamConnection final : public EventHandler {
     // A failure found inside send(): waiters hear of it from the loop, never from send().
     void fail_soon();
     void after_open();
+    size_t abandoned() const { return pending_.size() - live_; }
+    void append_frame(const dns::UpstreamQuestion& question, uint16_t id);
+    // Not yet open, nothing sent: frees the abandoned IDs and frames only the live queries.
+    void compact();
+    // Open: the socket and its queries move to a draining connection; this one starts afresh.
+    void retire_socket();
+    // A draining connection closed: the parent frees it from the loop, outside its calls.
+    void reap_soon();
     // Bytes in/out through TLS or the socket; <0 with errno EAGAIN, 0 at EOF.
     ssize_t raw_read(uint8_t* buf, size_t len);
     ssize_t raw_write(const uint8_t* buf, size_t len);
@@ -121,6 +141,12 @@ class StreamConnection final : public EventHandler {
     uint64_t generation_ = 0;  // counts drops, so a loop can tell it was cut short
     uint32_t failures_ = 0;    // connects in a row that did not reach Open
     uint32_t live_ = 0;        // pending queries whose waiter still wants the answer
+    bool delivering_ = false;  // inside a waiter's call from process_frames: rbuf_ is in use
+    // A draining connection: the one that made it, which owns it; it takes no new query.
+    StreamConnection* parent_ = nullptr;
+    bool closing_ = false;  // draining, and told to close (too many were draining)
+    std::vector<std::unique_ptr<StreamConnection>> draining_;
+    EventLoop::TimerHandle reap_timer_ = EventLoop::kNoTimer;
     EventLoop::TimerHandle timer_ = EventLoop::kNoTimer;  // idle, backoff or connect deadline
 
     std::unordered_map<uint16_t, Pending> pending_;

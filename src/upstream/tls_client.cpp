@@ -30,6 +30,56 @@ bool spki_matches(X509* cert, const std::string& pin) {
     return ok && digest_len == pin.size() && std::memcmp(digest, pin.data(), pin.size()) == 0;
 }
 
+// The chain from `leaf` that X509_verify_cert builds and verifies (each certificate signed by
+// the next) against `anchors`, or with the sent certificates as anchors when `partial`;
+// true when a certificate of it carries the pin. No name, purpose or policy is checked: the
+// pin stands for those (RFC 7858 §4.2).
+bool verified_chain_has_pin(X509* leaf, STACK_OF(X509) * sent, X509_STORE* anchors, bool partial,
+                            const std::string& pin) {
+    X509_STORE_CTX* ctx = X509_STORE_CTX_new();
+    if (ctx == nullptr) return false;
+    bool found = false;
+    if (X509_STORE_CTX_init(ctx, anchors, leaf, sent) == 1) {
+        if (partial) X509_STORE_CTX_set_flags(ctx, X509_V_FLAG_PARTIAL_CHAIN);
+        if (X509_verify_cert(ctx) == 1) {
+            STACK_OF(X509)* chain = X509_STORE_CTX_get0_chain(ctx);
+            for (int i = 0; !found && chain != nullptr && i < sk_X509_num(chain); ++i) {
+                found = spki_matches(sk_X509_value(chain, i), pin);
+            }
+        }
+    }
+    X509_STORE_CTX_free(ctx);
+    ERR_clear_error();
+    return found;
+}
+
+// RFC 7858 §4.2 pins the SPKI of the server's key or of a CA in its verified chain. Only the
+// leaf's key is proved by the handshake (its signature over the transcript); the other
+// certificates the server sends are public and anyone can send them along with a leaf of
+// their own. So a pin counts on the leaf, or on a certificate the chain from the leaf
+// verifies to by signatures: one the server sent (anchors: the sent certificates but the
+// leaf, for a private CA no trust store holds), or one of the trust store (a root the server
+// leaves out, as servers do).
+bool pin_proved(SSL* ssl, const std::string& pin) {
+    X509* leaf = SSL_get0_peer_certificate(ssl);
+    if (leaf == nullptr) return false;
+    if (spki_matches(leaf, pin)) return true;
+    STACK_OF(X509)* sent = SSL_get_peer_cert_chain(ssl);  // the leaf first, on a client
+    X509_STORE* sent_anchors = X509_STORE_new();
+    if (sent_anchors == nullptr) return false;
+    for (int i = 0; sent != nullptr && i < sk_X509_num(sent); ++i) {
+        X509* cert = sk_X509_value(sent, i);
+        if (X509_cmp(cert, leaf) != 0) X509_STORE_add_cert(sent_anchors, cert);
+    }
+    bool found = verified_chain_has_pin(leaf, sent, sent_anchors, true, pin);
+    X509_STORE_free(sent_anchors);
+    if (!found) {
+        X509_STORE* trust = SSL_CTX_get_cert_store(SSL_get_SSL_CTX(ssl));
+        found = trust != nullptr && verified_chain_has_pin(leaf, sent, trust, false, pin);
+    }
+    return found;
+}
+
 // A session the server handed out (after the handshake, in TLS 1.3): kept in the slot the
 // connection set as the SSL's app data, and offered on its next connect.
 int remember_session(SSL* ssl, SSL_SESSION* session) {
@@ -97,12 +147,8 @@ SSL* TlsClient::new_session(int fd, const TlsPeer& peer) const {
 
 bool TlsClient::authenticated(SSL* ssl, const TlsPeer& peer, std::string& why) {
     if (!peer.spki_sha256.empty()) {
-        // RFC 7858 §4.2: a pin on any certificate of the chain the server sent.
-        STACK_OF(X509)* chain = SSL_get_peer_cert_chain(ssl);
-        for (int i = 0; chain != nullptr && i < sk_X509_num(chain); ++i) {
-            if (spki_matches(sk_X509_value(chain, i), peer.spki_sha256)) return true;
-        }
-        why = "no certificate matches the pinned SPKI hash";
+        if (pin_proved(ssl, peer.spki_sha256)) return true;
+        why = "no certificate the server proved matches the pinned SPKI hash";
         return false;
     }
     X509* cert = SSL_get1_peer_certificate(ssl);

@@ -2,8 +2,9 @@
 // start from the settings (trust store or tls-ca-file, TLS 1.2 at least, 1.3 preferred,
 // client session tickets for resumption), and the check that decides whether a finished
 // handshake authenticated the server: a pinned SPKI hash (RFC 7858 §4.2) when one is
-// configured for it, otherwise the certificate chain against the trust store and the
-// server's authentication name (or, without a name, its IP address).
+// configured for it (on the key the handshake proved, or on a CA the chain from that leaf
+// verifies to), otherwise the certificate chain against the trust store and the server's
+// authentication name (or, without a name, its IP address).
 //
 // The context is read-only after start and shared by every worker (OpenSSL allows SSL_new on
 // one SSL_CTX from many threads); each SSL object belongs to the worker that made it.

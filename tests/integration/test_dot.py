@@ -252,3 +252,89 @@ def test_forward_rule_over_tls_follows_reloads(daemon, unbound, pki, make_fake, 
     reload_with(base + rule)
     assert a_addrs(udp(d.port, "n13.dot.test", timeout=5)) == ["192.0.2.14"]
     assert d.stats()["upstream_tls_auth_failures"] == 0
+
+
+def spki_pin(cert):
+    pub = subprocess.run([OPENSSL, "x509", "-in", cert, "-pubkey", "-noout"], check=True,
+                         capture_output=True).stdout
+    der = subprocess.run([OPENSSL, "pkey", "-pubin", "-outform", "der"], input=pub, check=True,
+                         capture_output=True).stdout
+    digest = subprocess.run([OPENSSL, "dgst", "-sha256", "-binary"], input=der, check=True,
+                            capture_output=True).stdout
+    return base64.b64encode(digest).decode()
+
+
+@pytest.fixture(scope="module")
+def forged(pki):
+    """What a man in the middle can make: keys of its own, a self-signed leaf for dns.test,
+    and a leaf for dns.test from a CA of its own that bears the test CA's name. The genuine
+    certificates are public, so it may send them along."""
+    d = pki["dir"]
+    sh(OPENSSL, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+       "-keyout", "mitm.key", "-out", "mitm-self.pem", "-days", "2", "-subj", "/CN=dns.test",
+       "-addext", "subjectAltName=DNS:dns.test,IP:127.0.0.1", cwd=d)
+    sh(OPENSSL, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+       "-keyout", "mitm-ca.key", "-out", "mitm-ca.pem", "-days", "2",
+       "-subj", "/CN=nscache test CA", cwd=d)
+    sh(OPENSSL, "req", "-new", "-key", "mitm.key", "-out", "mitm.csr", "-subj", "/CN=dns.test",
+       cwd=d)
+    sh(OPENSSL, "x509", "-req", "-in", "mitm.csr", "-CA", "mitm-ca.pem", "-CAkey", "mitm-ca.key",
+       "-CAcreateserial", "-out", "mitm-issued.pem", "-days", "2", "-extfile", "ext.cnf", cwd=d)
+    genuine = pki["cert"].read_text() + pki["ca"].read_text()
+    chains = {
+        # [own self-signed leaf, the genuine leaf, the genuine CA], signed with its own key
+        "self-signed": (d / "mitm-self.pem").read_text() + genuine,
+        # [own leaf from a CA named like the genuine one, the genuine leaf, the genuine CA]
+        "same-name-ca": (d / "mitm-issued.pem").read_text() + genuine,
+    }
+    for name, text in chains.items():
+        (d / f"chain-{name}.pem").write_text(text)
+    (d / "chain-genuine.pem").write_text(genuine)
+    return {"key": d / "mitm.key", "chain": lambda name: d / f"chain-{name}.pem",
+            "ca_pin": spki_pin(pki["ca"])}
+
+
+@pytest.mark.parametrize("pinned", ["leaf", "ca"])
+@pytest.mark.parametrize("chain", ["self-signed", "same-name-ca"])
+def test_pin_on_a_certificate_the_handshake_did_not_prove_is_refused(daemon, pki, forged, pinned,
+                                                                     chain):
+    """Issue 16 item 1: a pin matches the key of the leaf the handshake proved, or a CA the
+    chain from that leaf verifies to, never any certificate sent along (RFC 7858 §4.2)."""
+    server = ReversingDotServer(str(forged["chain"](chain)), str(forged["key"]), batch=1).start()
+    try:
+        server.records["forged.dot.test."] = "203.0.113.66"
+        pin = pki["pin"] if pinned == "leaf" else forged["ca_pin"]
+        d = daemon(f"tls://127.0.0.1:{server.port}#dns.test", threads=1,
+                   config=f'tls-pin = ["127.0.0.1:{server.port} {pin}"]\n'
+                          'query-timeout = "1s"\nserve-stale = false\n')
+        r = udp(d.port, "forged.dot.test", timeout=5)
+        assert a_addrs(r) == [] and r.rcode() == dns.rcode.SERVFAIL, "the forged answer was used"
+        s = d.stats()
+        assert s["upstream_tls_auth_failures"] >= 1
+        assert s["upstream_tls_handshakes"] == 0
+        assert "no certificate the server proved matches the pinned SPKI" in d.stderr_text()
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("case", ["ca-sent", "ca-in-tls-ca-file"])
+def test_pin_on_the_ca_of_the_verified_chain(daemon, pki, forged, unbound, case):
+    """A pin on the CA: the server sends it along (no tls-ca-file: the chain is verified from
+    the leaf against what it sent), or it is in tls-ca-file (unbound sends the leaf only)."""
+    if case == "ca-sent":
+        server = ReversingDotServer(str(forged["chain"]("genuine")), str(pki["key"]),
+                                    batch=1).start()
+        server.records["n20.dot.test."] = "192.0.2.21"
+        port, config = server.port, ""
+    else:
+        server, port, config = None, unbound.port, f'tls-ca-file = "{pki["ca"]}"\n'
+    try:
+        # The name matches no certificate: the pin alone authenticates.
+        d = daemon(f"tls://127.0.0.1:{port}#not-in-the-cert.test", threads=1,
+                   config=config + f'tls-pin = ["127.0.0.1:{port} {forged["ca_pin"]}"]\n')
+        assert a_addrs(udp(d.port, "n20.dot.test", timeout=5)) == ["192.0.2.21"]
+        s = d.stats()
+        assert s["upstream_tls_auth_failures"] == 0 and s["upstream_tls_handshakes"] == 1
+    finally:
+        if server is not None:
+            server.stop()

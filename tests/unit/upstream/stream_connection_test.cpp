@@ -168,6 +168,125 @@ TEST(StreamConnection, AnswerToAnotherQuestionResetsTheConnection) {
     close(conn);
 }
 
+// Issue 16 item 2: a query that gives up keeps its ID quarantined (a late answer must not
+// reach a later query), but 1,100 of them must not make the connection refuse new queries.
+TEST(StreamConnection, AbandonedQueriesNeverMakeItRefuseNewOnes) {
+    StreamFixture f;
+    const Question q = ResolverHarness::question("lost.example.test");
+    RecordingWaiter gave_up;
+    int accepted = 0;
+    for (int i = 0; i < 1100; ++i) {
+        uint16_t id;
+        if (!f.connection.send(q.wire(), &gave_up, id)) continue;
+        ++accepted;
+        f.connection.cancel(id, &gave_up);
+        if (i % 64 == 0) f.loop.run_once(0);
+    }
+    EXPECT_EQ(accepted, 1100);
+    const Question fresh_q = ResolverHarness::question("fresh.example.test");
+    RecordingWaiter fresh;
+    uint16_t fresh_id = 0;
+    ASSERT_TRUE(f.connection.send(fresh_q.wire(), &fresh, fresh_id));
+    // Answer every query that reaches the server, on whichever connection it came.
+    std::vector<int> conns;
+    std::map<int, std::vector<uint8_t>> bufs;
+    ASSERT_TRUE(f.run_until([&] {
+        for (int c; (c = f.server.accept_tcp()) >= 0;) conns.push_back(c);
+        for (int c : conns) {
+            uint8_t chunk[8192];
+            const ssize_t n = recv(c, chunk, sizeof chunk, MSG_DONTWAIT);
+            if (n <= 0) continue;
+            auto& buf = bufs[c];
+            buf.insert(buf.end(), chunk, chunk + n);
+            while (buf.size() >= 2 && buf.size() >= 2u + dns::read_u16(buf.data())) {
+                const size_t len = dns::read_u16(buf.data());
+                const std::vector<uint8_t> frame(buf.begin() + 2,
+                                                 buf.begin() + 2 + static_cast<long>(len));
+                buf.erase(buf.begin(), buf.begin() + 2 + static_cast<long>(len));
+                // Late answers: a socket that drained may be closed already.
+                const auto msg = answer_to(frame, 0, 1, a_record(300, 9));
+                std::vector<uint8_t> out(2);
+                dns::write_u16(out.data(), static_cast<uint16_t>(msg.size()));
+                out.insert(out.end(), msg.begin(), msg.end());
+                (void)send(c, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+            }
+        }
+        return !fresh.answers.empty();
+    }));
+    EXPECT_EQ(fresh.answers.size(), 1u);
+    EXPECT_EQ(fresh.failures, 0);
+    EXPECT_TRUE(gave_up.answers.empty()) << "an answer reached a query that had given up";
+    EXPECT_EQ(gave_up.failures, 0);
+    EXPECT_EQ(f.counters.upstream_stream_abandoned.load(), 1100u);
+    for (int c : conns) close(c);
+}
+
+// The socket a query gave up on keeps its ID until it closes: a late answer there is
+// recognised (not a mismatch, not delivered); the queries still live on it are answered on it;
+// new queries go on a fresh socket, and the old one closes when nothing waits on it.
+TEST(StreamConnection, DrainingSocketDropsLateAnswersAndAnswersItsLiveQueries) {
+    StreamFixture f;
+    const Question live_q = ResolverHarness::question("live.example.test");
+    RecordingWaiter live;
+    uint16_t live_id = 0;
+    ASSERT_TRUE(f.connection.send(live_q.wire(), &live, live_id));
+    int conn1 = -1;
+    ASSERT_TRUE(f.run_until([&] { return (conn1 = f.server.accept_tcp()) >= 0; }));
+    ASSERT_EQ(read_frames(f, conn1, 1).size(), 1u);
+    ASSERT_TRUE(f.connection.open());
+
+    const Question lost_q = ResolverHarness::question("lost.example.test");
+    RecordingWaiter gave_up;
+    for (int i = 0; i < 256; ++i) {  // a quarter of the 1,024 live queries a socket takes
+        uint16_t id;
+        ASSERT_TRUE(f.connection.send(lost_q.wire(), &gave_up, id));
+        f.connection.cancel(id, &gave_up);
+    }
+    const auto lost_frames = read_frames(f, conn1, 256);
+    ASSERT_EQ(lost_frames.size(), 256u);
+    EXPECT_EQ(f.counters.upstream_stream_replaced.load(), 0u);
+
+    const Question fresh_q = ResolverHarness::question("fresh.example.test");
+    RecordingWaiter fresh;
+    uint16_t fresh_id = 0;
+    ASSERT_TRUE(f.connection.send(fresh_q.wire(), &fresh, fresh_id));
+    EXPECT_EQ(f.counters.upstream_stream_replaced.load(), 1u);
+    int conn2 = -1;
+    ASSERT_TRUE(f.run_until([&] { return (conn2 = f.server.accept_tcp()) >= 0; }))
+        << "the query after 256 abandoned ones did not go on a fresh socket";
+    const auto fresh_frames = read_frames(f, conn2, 1);
+    ASSERT_EQ(fresh_frames.size(), 1u);
+    EXPECT_EQ(dns::read_u16(fresh_frames[0].data()), fresh_id);
+    EXPECT_EQ(f.connection.outstanding(), 2u);  // live on the old socket, fresh on the new
+
+    // Late answers to every abandoned ID, then the live query's answer, on the old socket.
+    for (const auto& frame : lost_frames)
+        send_frame(conn1, answer_to(frame, 0, 1, a_record(60, 1)));
+    std::vector<uint8_t> live_query(dns::kMaxUpstreamQuery);
+    live_query.resize(dns::write_upstream_query(live_q.wire(), live_id, 1232, live_query));
+    send_frame(conn1, answer_to(live_query, 0, 1, a_record(300, 2)));
+    ASSERT_TRUE(f.run_until([&] { return !live.answers.empty(); }));
+    EXPECT_EQ(live.answers.size(), 1u);
+    EXPECT_EQ(live.answers[0].back(), 2);
+    EXPECT_TRUE(gave_up.answers.empty());
+    EXPECT_EQ(f.counters.dropped_mismatched.load(), 0u) << "a quarantined ID's answer is expected";
+    // Nothing waits on the old socket any more: it closes.
+    ASSERT_TRUE(f.run_until([&] {
+        uint8_t b;
+        return recv(conn1, &b, 1, MSG_DONTWAIT) == 0;
+    }));
+
+    send_frame(conn2, answer_to(fresh_frames[0], 0, 1, a_record(300, 3)));
+    ASSERT_TRUE(f.run_until([&] { return !fresh.answers.empty(); }));
+    EXPECT_EQ(fresh.answers[0].back(), 3);
+    EXPECT_EQ(fresh.failures + live.failures + gave_up.failures, 0);
+    EXPECT_EQ(f.counters.upstream_stream_abandoned.load(), 256u);
+    EXPECT_EQ(f.counters.upstream_connections.load(), 2u);
+    EXPECT_EQ(f.connection.outstanding(), 0u);
+    close(conn1);
+    close(conn2);
+}
+
 // A reload that drops a server must not leave its connection where a new server, allocated at
 // the same address in memory, would find it.
 TEST(StreamPool, HoldsItsServersAndForgetsIdleOnesNoLongerRouted) {
