@@ -136,6 +136,7 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
     if (q.qtype == dns::rtype::ANY) {
         return {dns::write_any_answer(q, settings_->config.edns_buffer_size, out)};
     }
+    if (!q.rd()) return handle_norec(parsed, origin, now, out);
     const upstream::Question question = question_of(q);
     const cache::CacheKey key = question.cache_key();
     const cache::RenderLimits limits = limits_for(origin.transport, q);
@@ -182,11 +183,27 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
     }
 
     uint64_t cookie = 0;
-    PendingClient* client = pending_.add(cookie);
+    PendingClient* client = add_pending(q, origin, question, cookie);
     if (client == nullptr) {
         bump(counters_.dropped_overload);
         return {};
     }
+    if (stale_available) {
+        client->stale_timer = loop_.add_timer(now + settings_->config.stale_answer_timeout_ms,
+                                              [this, cookie] { on_stale_timer(cookie); });
+    }
+    if (!forwarder_.resolve(question, cookie)) {
+        loop_.cancel_timer(client->stale_timer);
+        pending_.remove(cookie);
+        return {error_answer(parsed, rc(Rcode::ServFail), out)};
+    }
+    return {0, true};
+}
+
+PendingClient* QueryPipeline::add_pending(const dns::Query& q, const ClientOrigin& origin,
+                                          const upstream::Question& question, uint64_t& cookie) {
+    PendingClient* client = pending_.add(cookie);
+    if (client == nullptr) return nullptr;
     client->transport = origin.transport;
     client->udp_socket = origin.udp_socket;
     client->tcp_connection = origin.tcp_connection;
@@ -198,16 +215,38 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
     client->question_len = static_cast<uint16_t>(q.question.size());
     client->upstream_question = question;
     client->arrived_us = loop_.now_us();
-    if (stale_available) {
-        client->stale_timer = loop_.add_timer(now + settings_->config.stale_answer_timeout_ms,
-                                              [this, cookie] { on_stale_timer(cookie); });
+    return client;
+}
+
+HandleResult QueryPipeline::handle_norec(const dns::ParsedQuery& parsed, const ClientOrigin& origin,
+                                         uint64_t now, std::span<uint8_t> out) {
+    const dns::Query& q = parsed.query;
+    const upstream::Question question = question_of(q);
+    // Whether a name is cached tells which names other clients asked for, and when (cache
+    // snooping): only clients in allow-snoop may learn it.
+    const bool snoop = settings_->snoop.allows(origin.peer);
+    if (snoop) {
+        const cache::LookupResult hit = shared_.cache.lookup(
+            question.cache_key(), q, now, limits_for(origin.transport, q), out, false);
+        if (hit.freshness == Freshness::Fresh) {
+            // No prefetch: a query without RD never causes an upstream query.
+            bump(counters_.cache_hits);
+            if (hit.truncated) bump(counters_.answers_truncated);
+            return {hit.length};
+        }
+        bump(counters_.cache_misses);
     }
-    if (!forwarder_.resolve(question, cookie)) {
-        loop_.cancel_timer(client->stale_timer);
+    // What nscache answers itself tells nothing of other clients: every allowed client gets it.
+    uint64_t cookie = 0;
+    if (add_pending(q, origin, question, cookie) != nullptr) {
+        if (forwarder_.resolve_local(question, cookie)) return {0, true};
         pending_.remove(cookie);
-        return {error_answer(parsed, rc(Rcode::ServFail), out)};
     }
-    return {0, true};
+    // RFC 1034 §4.3.1: without RD a server answers from what it holds and never recurses.
+    // Not an empty NOERROR, which a client would take for "no such data": REFUSED, with
+    // EDE 20 (RFC 8914 §4.21) for a miss, EDE 18 for a client that may not look.
+    return {error_answer(parsed, rc(Rcode::Refused), out,
+                         snoop ? dns::ede::NotAuthoritative : dns::ede::Prohibited)};
 }
 
 size_t QueryPipeline::render_stale(const PendingClient& client) {
