@@ -62,6 +62,11 @@ class QueryPipeline final : public upstream::CompletionSink {
     // local data, never forwarded; REFUSED otherwise.
     HandleResult handle_norec(const dns::ParsedQuery& parsed, const ClientOrigin& origin,
                               uint64_t now, std::span<uint8_t> out);
+    // Type ANY (RFC 8482 §4.1): the name's A and AAAA RRsets, from the cache or asked upstream.
+    HandleResult handle_any(const dns::ParsedQuery& parsed, const ClientOrigin& origin,
+                            uint64_t now, std::span<uint8_t> out);
+    void deliver_any(uint64_t cookie, PendingClient& client,
+                     const upstream::ResolveOutcome& outcome);
     // A waiting client for `q`, asked upstream as `question`; nullptr when the table is full.
     PendingClient* add_pending(const dns::Query& q, const ClientOrigin& origin,
                                const upstream::Question& question, uint64_t& cookie);
@@ -80,6 +85,8 @@ class QueryPipeline final : public upstream::CompletionSink {
     ReplySender& sender_;
     PendingClients pending_;
     std::vector<uint8_t> scratch_;  // answers rendered for delivery
+    // The A and AAAA answers of an ANY query, rendered for it, while it is answered.
+    std::vector<uint8_t> any_parts_[2];
 };
 
 }  // namespace nscache::server
