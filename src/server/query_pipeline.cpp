@@ -166,6 +166,28 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
         }
     }
 
+    // RFC 8020: nothing exists below a name that does not exist. A cached NXDOMAIN for an
+    // ancestor answers at once, so a flood of random names under it costs the upstream
+    // nothing; only ancestors within the name's own forwarding rule speak for it.
+    {
+        size_t top = key.name.empty() ? 0 : key.name.size() - 1;
+        bool cut = true;
+        if (settings_->routing) {
+            const upstream::Route route = settings_->routing->route(key.name);
+            cut = route.kind == upstream::RouteKind::Forward;
+            top = route.zone_offset;
+        }
+        if (cut) {
+            const cache::LookupResult below =
+                shared_.cache.lookup_below_nxdomain(key, top, q, now, limits, out);
+            if (below.freshness == Freshness::Fresh) {
+                bump(counters_.nxdomain_cut);
+                if (below.truncated) bump(counters_.answers_truncated);
+                return {below.length};
+            }
+        }
+    }
+
     // RFC 9520 §3.2: a question no upstream answered a moment ago is not asked again yet.
     upstream::FailureReason reason;
     if (forwarder_.failing(question, &reason)) {
