@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "cache/nxdomain_cut.h"
 #include "cache/shard.h"
 #include "common/hash.h"
 #include "common/random.h"
@@ -62,6 +63,33 @@ void Cache::insert_at(const CacheKey& key, const PreparedAnswer& answer, uint64_
     if (answer.ttl == 0 || key.name.empty() || key.name.size() > dns::kMaxNameLength) return;
     const uint64_t hash = hash_name(key.name);
     shard_for(hash).insert(key, hash, answer, born_ms, now_ms);
+    if (key.qtype == kNxdomainMarkerType || (key.flags & kKeyDo) != 0) return;
+    if (auto marker = nxdomain_marker(key.name, answer)) {
+        shard_for(hash).insert(CacheKey{key.name, kNxdomainMarkerType, key.qclass, key.flags}, hash,
+                               *marker, born_ms, now_ms);
+    }
+}
+
+LookupResult Cache::lookup_below_nxdomain(const CacheKey& key, size_t top_offset,
+                                          const dns::Query& query, uint64_t now_ms,
+                                          const RenderLimits& limits, std::span<uint8_t> out) {
+    LookupResult none;
+    if ((key.flags & kKeyDo) != 0) return none;
+    const dns::Bytes name = key.name;
+    // Ancestors from the nearest up; the root is never NXDOMAIN.
+    size_t offset = 0;
+    for (int labels = 0; labels < 127 && offset < name.size() && name[offset] != 0; ++labels) {
+        offset += 1 + size_t{name[offset]};
+        if (offset > top_offset || offset >= name.size() || name[offset] == 0) break;
+        const CacheKey ancestor{name.subspan(offset), kNxdomainMarkerType, key.qclass, key.flags};
+        const uint64_t hash = hash_name(ancestor.name);
+        LookupResult r = shard_for(hash).lookup(ancestor, hash, query, now_ms, limits, out, false);
+        if (r.freshness == Freshness::Fresh) {
+            r.prefetch = false;  // the NXDOMAIN's own question refreshes it, not this one
+            return r;
+        }
+    }
+    return none;
 }
 
 bool Cache::set_budget(size_t budget_bytes) {

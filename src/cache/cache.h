@@ -88,7 +88,16 @@ class Cache {
     LookupResult lookup(const CacheKey& key, const dns::Query& query, uint64_t now_ms,
                         const RenderLimits& limits, std::span<uint8_t> out, bool allow_stale);
 
-    // Stores `answer` under `key` (replacing any entry) if answer.ttl > 0.
+    // RFC 8020: a fresh cached NXDOMAIN for an ancestor of key.name (at label offsets up to
+    // `top_offset` into it: where its forwarding rule's domain begins, so that no NXDOMAIN
+    // from another route's servers speaks for it), rendered for `query`: Fresh, or Miss.
+    // At most one bucket walk per label (127). None for DO: the marker holds no NSEC proofs.
+    LookupResult lookup_below_nxdomain(const CacheKey& key, size_t top_offset,
+                                       const dns::Query& query, uint64_t now_ms,
+                                       const RenderLimits& limits, std::span<uint8_t> out);
+
+    // Stores `answer` under `key` (replacing any entry) if answer.ttl > 0; a plain NXDOMAIN
+    // also under its NXDOMAIN-cut marker (cache/nxdomain_cut.h).
     void insert(const CacheKey& key, const PreparedAnswer& answer, uint64_t now_ms);
 
     // Stores an entry read back from a dump; `born_ms` may lie in the past.

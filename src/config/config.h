@@ -89,6 +89,10 @@ struct Config {
     unsigned threads = 0;  // 0: one per online CPU
     size_t cache_size = size_t{64} << 20;
     std::vector<Cidr> allow;  // empty: loopback only
+    // Clients whose queries without RD (RFC 1034 §4.3.1: answer from what is held, never
+    // recurse) are answered from the cache. To anyone else such a query is cache snooping:
+    // it tells which names other clients asked for, and when. Empty: nobody.
+    std::vector<Cidr> allow_snoop = {*parse_cidr("127.0.0.0/8"), *parse_cidr("::1/128")};
 
     uint32_t min_ttl = 0;
     uint32_t max_ttl = 86400;

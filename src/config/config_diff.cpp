@@ -68,6 +68,7 @@ std::vector<std::string> changed_options(const Config& a, const Config& b) {
     NSCACHE_COMPARE("log-level", log_level);
     NSCACHE_COMPARE("cache-size", cache_size);
     NSCACHE_COMPARE("allow", allow);
+    NSCACHE_COMPARE("allow-snoop", allow_snoop);
     NSCACHE_COMPARE("min-ttl", min_ttl);
     NSCACHE_COMPARE("max-ttl", max_ttl);
     NSCACHE_COMPARE("negative-max-ttl", negative_max_ttl);

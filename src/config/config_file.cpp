@@ -179,6 +179,7 @@ const std::map<std::string, Setter, std::less<>>& setters() {
              return std::nullopt;
          }},
         {"allow", cidr_list(&Config::allow)},
+        {"allow-snoop", cidr_list(&Config::allow_snoop)},
         {"min-ttl", seconds(&Config::min_ttl)},
         {"max-ttl", seconds(&Config::max_ttl)},
         {"negative-max-ttl", seconds(&Config::negative_max_ttl)},

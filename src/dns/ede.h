@@ -17,6 +17,8 @@ inline constexpr uint16_t kEdeOptionCode = 15;
 namespace ede {
 inline constexpr uint16_t StaleAnswer = 3;
 inline constexpr uint16_t Prohibited = 18;
+// A query without RD for data nscache does not hold (RFC 8914 §4.21).
+inline constexpr uint16_t NotAuthoritative = 20;
 inline constexpr uint16_t NoReachableAuthority = 22;
 inline constexpr uint16_t NetworkError = 23;
 }  // namespace ede

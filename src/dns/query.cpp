@@ -113,9 +113,14 @@ size_t write_error_answer(const ParsedQuery& parsed, uint16_t extended_rcode,
     const Query& q = parsed.query;
     Header h;
     h.id = q.header.id;
-    h.flags = static_cast<uint16_t>(flag::QR |
-                                    (q.header.flags & (flag::OpcodeMask | flag::RD | flag::CD)) |
-                                    flag::RA | (extended_rcode & flag::RcodeMask));
+    // RFC 1035 §4.1.1 copies ID, opcode and RD. RA and CD (RFC 4035 §3.2.2) belong to standard
+    // queries: for an opcode we do not implement their meaning is not ours to claim (RFC 6895
+    // §2 defines header bits per opcode), so its NOTIMP carries neither.
+    const uint16_t opcode = q.header.flags & flag::OpcodeMask;
+    const uint16_t query_bits =
+        opcode == 0 ? static_cast<uint16_t>(flag::RA | (q.header.flags & flag::CD)) : 0;
+    h.flags = static_cast<uint16_t>(flag::QR | opcode | (q.header.flags & flag::RD) | query_bits |
+                                    (extended_rcode & flag::RcodeMask));
     size_t n = kHeaderSize;
     if (parsed.question_valid) {
         h.qdcount = 1;

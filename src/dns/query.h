@@ -66,11 +66,11 @@ ParsedQuery parse_query(Bytes msg);
 // had one.
 void peek_query_edns(Bytes msg, ParsedQuery& parsed);
 
-// Writes an answer carrying `rcode` and no records to `out`: the client's ID, opcode, RD and
-// CD, its question if it was valid, and an OPT record advertising `server_udp_size` if the
-// client sent a valid one. `extended_rcode` above 15 (BADVERS) goes into the OPT record, and
-// so does an Extended DNS Error `ede` (RFC 8914) when given. Returns the length written;
-// `out` must hold at least kMaxErrorAnswer bytes.
+// Writes an answer carrying `rcode` and no records to `out`: the client's ID, opcode and RD,
+// for a standard query (opcode QUERY) RA and the client's CD, its question if it was valid, and an
+// OPT record advertising `server_udp_size` if the client sent a valid one. `extended_rcode` above
+// 15 (BADVERS) goes into the OPT record, and so does an Extended DNS Error `ede` (RFC 8914) when
+// given. Returns the length written; `out` must hold at least kMaxErrorAnswer bytes.
 inline constexpr size_t kOptRecordSize = 11;
 inline constexpr size_t kMaxErrorAnswer = kHeaderSize + kMaxNameLength + 4 + kOptRecordSize + 6;
 inline constexpr uint32_t kNoEde = 0x10000;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "common/event_loop.h"
 #include "common/slot_table.h"
@@ -31,6 +32,14 @@ struct PendingClient {
     upstream::Question upstream_question;
     EventLoop::TimerHandle stale_timer = EventLoop::kNoTimer;
     uint64_t arrived_us = 0;  // the loop's time when the query was read, for its latency
+
+    // A query for ANY, answered with the name's A and AAAA RRsets (RFC 8482 §4.1) asked as two
+    // questions: while both are asked, each waits in its own slot and names the other's;
+    // the first answer goes into the other's `any_other`, and the second completes the reply.
+    static constexpr uint64_t kNoPartner = ~uint64_t{0};
+    uint64_t any_partner = kNoPartner;
+    bool any_other_known = false;    // any_other holds the other question's answer
+    std::vector<uint8_t> any_other;  // rendered for the client's ANY query; empty: it failed
 
     // A view of the client's query, pointing into this slot.
     dns::Query query() const {

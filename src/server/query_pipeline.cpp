@@ -52,7 +52,8 @@ QueryPipeline::QueryPipeline(ServerShared& shared, EventLoop& loop, upstream::Fo
       forwarder_(forwarder),
       counters_(counters),
       sender_(sender),
-      scratch_(kTcpMaxAnswer) {}
+      scratch_(kTcpMaxAnswer),
+      any_parts_{std::vector<uint8_t>(kTcpMaxAnswer), std::vector<uint8_t>(kTcpMaxAnswer)} {}
 
 cache::RenderLimits QueryPipeline::limits_for(Transport transport, const dns::Query& q) const {
     cache::RenderLimits limits;
@@ -133,9 +134,8 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
     }
 
     const dns::Query& q = parsed.query;
-    if (q.qtype == dns::rtype::ANY) {
-        return {dns::write_any_answer(q, settings_->config.edns_buffer_size, out)};
-    }
+    if (q.qtype == dns::rtype::ANY) return handle_any(parsed, origin, now, out);
+    if (!q.rd()) return handle_norec(parsed, origin, now, out);
     const upstream::Question question = question_of(q);
     const cache::CacheKey key = question.cache_key();
     const cache::RenderLimits limits = limits_for(origin.transport, q);
@@ -166,6 +166,28 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
         }
     }
 
+    // RFC 8020: nothing exists below a name that does not exist. A cached NXDOMAIN for an
+    // ancestor answers at once, so a flood of random names under it costs the upstream
+    // nothing; only ancestors within the name's own forwarding rule speak for it.
+    {
+        size_t top = key.name.empty() ? 0 : key.name.size() - 1;
+        bool cut = true;
+        if (settings_->routing) {
+            const upstream::Route route = settings_->routing->route(key.name);
+            cut = route.kind == upstream::RouteKind::Forward;
+            top = route.zone_offset;
+        }
+        if (cut) {
+            const cache::LookupResult below =
+                shared_.cache.lookup_below_nxdomain(key, top, q, now, limits, out);
+            if (below.freshness == Freshness::Fresh) {
+                bump(counters_.nxdomain_cut);
+                if (below.truncated) bump(counters_.answers_truncated);
+                return {below.length};
+            }
+        }
+    }
+
     // RFC 9520 §3.2: a question no upstream answered a moment ago is not asked again yet.
     upstream::FailureReason reason;
     if (forwarder_.failing(question, &reason)) {
@@ -182,11 +204,27 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
     }
 
     uint64_t cookie = 0;
-    PendingClient* client = pending_.add(cookie);
+    PendingClient* client = add_pending(q, origin, question, cookie);
     if (client == nullptr) {
         bump(counters_.dropped_overload);
         return {};
     }
+    if (stale_available) {
+        client->stale_timer = loop_.add_timer(now + settings_->config.stale_answer_timeout_ms,
+                                              [this, cookie] { on_stale_timer(cookie); });
+    }
+    if (!forwarder_.resolve(question, cookie)) {
+        loop_.cancel_timer(client->stale_timer);
+        pending_.remove(cookie);
+        return {error_answer(parsed, rc(Rcode::ServFail), out)};
+    }
+    return {0, true};
+}
+
+PendingClient* QueryPipeline::add_pending(const dns::Query& q, const ClientOrigin& origin,
+                                          const upstream::Question& question, uint64_t& cookie) {
+    PendingClient* client = pending_.add(cookie);
+    if (client == nullptr) return nullptr;
     client->transport = origin.transport;
     client->udp_socket = origin.udp_socket;
     client->tcp_connection = origin.tcp_connection;
@@ -198,16 +236,164 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
     client->question_len = static_cast<uint16_t>(q.question.size());
     client->upstream_question = question;
     client->arrived_us = loop_.now_us();
-    if (stale_available) {
-        client->stale_timer = loop_.add_timer(now + settings_->config.stale_answer_timeout_ms,
-                                              [this, cookie] { on_stale_timer(cookie); });
+    return client;
+}
+
+HandleResult QueryPipeline::handle_norec(const dns::ParsedQuery& parsed, const ClientOrigin& origin,
+                                         uint64_t now, std::span<uint8_t> out) {
+    const dns::Query& q = parsed.query;
+    const upstream::Question question = question_of(q);
+    // Whether a name is cached tells which names other clients asked for, and when (cache
+    // snooping): only clients in allow-snoop may learn it.
+    const bool snoop = settings_->snoop.allows(origin.peer);
+    if (snoop) {
+        const cache::LookupResult hit = shared_.cache.lookup(
+            question.cache_key(), q, now, limits_for(origin.transport, q), out, false);
+        if (hit.freshness == Freshness::Fresh) {
+            // No prefetch: a query without RD never causes an upstream query.
+            bump(counters_.cache_hits);
+            if (hit.truncated) bump(counters_.answers_truncated);
+            return {hit.length};
+        }
+        bump(counters_.cache_misses);
     }
-    if (!forwarder_.resolve(question, cookie)) {
-        loop_.cancel_timer(client->stale_timer);
+    // What nscache answers itself tells nothing of other clients: every allowed client gets it.
+    uint64_t cookie = 0;
+    if (add_pending(q, origin, question, cookie) != nullptr) {
+        if (forwarder_.resolve_local(question, cookie)) return {0, true};
         pending_.remove(cookie);
-        return {error_answer(parsed, rc(Rcode::ServFail), out)};
     }
+    // RFC 1034 §4.3.1: without RD a server answers from what it holds and never recurses.
+    // Not an empty NOERROR, which a client would take for "no such data": REFUSED, with
+    // EDE 20 (RFC 8914 §4.21) for a miss, EDE 18 for a client that may not look.
+    return {error_answer(parsed, rc(Rcode::Refused), out,
+                         snoop ? dns::ede::NotAuthoritative : dns::ede::Prohibited)};
+}
+
+HandleResult QueryPipeline::handle_any(const dns::ParsedQuery& parsed, const ClientOrigin& origin,
+                                       uint64_t now, std::span<uint8_t> out) {
+    const dns::Query& q = parsed.query;
+    const uint16_t server_udp_size = settings_->config.edns_buffer_size;
+    // Other classes (CHAOS, class ANY) have no A or AAAA to give: the HINFO (RFC 8482 §4.2).
+    if (q.qclass != dns::kClassIN) return {dns::write_any_answer(q, server_udp_size, out)};
+    const bool norec = !q.rd();
+    if (norec && !settings_->snoop.allows(origin.peer)) {
+        return {error_answer(parsed, rc(Rcode::Refused), out, dns::ede::Prohibited)};
+    }
+    static constexpr uint16_t kTypes[2] = {dns::rtype::A, dns::rtype::AAAA};
+    upstream::Question questions[2];
+    dns::Bytes parts[2];
+    size_t held = 0;
+    // Rendered for the ANY query itself (its ID, bits and question), with room for any size:
+    // write_any_from_parts applies the transport's limit to what it keeps.
+    const cache::RenderLimits whole{kTcpMaxAnswer, server_udp_size};
+    for (size_t i = 0; i < 2; ++i) {
+        questions[i] = question_of(q);
+        questions[i].qtype = kTypes[i];
+        const cache::LookupResult hit =
+            shared_.cache.lookup(questions[i].cache_key(), q, now, whole, any_parts_[i], false);
+        if (hit.freshness != Freshness::Fresh) continue;
+        parts[i] = dns::Bytes(any_parts_[i].data(), hit.length);
+        ++held;
+    }
+    const size_t max_size = limits_for(origin.transport, q).max_size;
+    auto answer_from = [&](std::span<const dns::Bytes> from) -> HandleResult {
+        bool truncated = false;
+        const size_t length =
+            dns::write_any_from_parts(q, from, server_udp_size, max_size, out, &truncated);
+        if (length == 0) return {error_answer(parsed, rc(Rcode::ServFail), out)};
+        if (truncated) bump(counters_.answers_truncated);
+        return {length};
+    };
+    if (held == 2) {
+        bump(counters_.cache_hits);
+        return answer_from(parts);
+    }
+    bump(counters_.cache_misses);
+    if (norec) {
+        // RFC 1034 §4.3.1: what is held, nothing asked (see handle_norec).
+        if (held == 0) {
+            return {error_answer(parsed, rc(Rcode::Refused), out, dns::ede::NotAuthoritative)};
+        }
+        return answer_from(
+            std::span<const dns::Bytes>(parts[0].empty() ? &parts[1] : &parts[0], 1));
+    }
+    // The missing ones go upstream as their own questions (coalesced and cached as such).
+    uint64_t cookies[2] = {PendingClient::kNoPartner, PendingClient::kNoPartner};
+    PendingClient* clients[2] = {nullptr, nullptr};
+    for (size_t i = 0; i < 2; ++i) {
+        if (!parts[i].empty()) continue;
+        clients[i] = add_pending(q, origin, questions[i], cookies[i]);
+        if (clients[i] == nullptr) {
+            if (clients[1 - i] != nullptr) pending_.remove(cookies[1 - i]);
+            bump(counters_.dropped_overload);
+            return {};
+        }
+    }
+    if (held == 1) {
+        const size_t missing = parts[0].empty() ? 0 : 1;
+        const dns::Bytes known = parts[1 - missing];
+        clients[missing]->any_other.assign(known.begin(), known.end());
+        clients[missing]->any_other_known = true;
+    } else {
+        clients[0]->any_partner = cookies[1];
+        clients[1]->any_partner = cookies[0];
+    }
+    bool started = false;
+    for (size_t i = 0; i < 2; ++i) {
+        if (clients[i] == nullptr) continue;
+        if (forwarder_.resolve(questions[i], cookies[i])) {
+            started = true;
+            continue;
+        }
+        // Not taken: for the other half, this one failed.
+        pending_.remove(cookies[i]);
+        const size_t other = 1 - i;
+        if (clients[other] != nullptr) {
+            clients[other]->any_partner = PendingClient::kNoPartner;
+            clients[other]->any_other.clear();
+            clients[other]->any_other_known = true;
+        }
+        clients[i] = nullptr;
+    }
+    if (!started) return {error_answer(parsed, rc(Rcode::ServFail), out)};
     return {0, true};
+}
+
+void QueryPipeline::deliver_any(uint64_t cookie, PendingClient& client,
+                                const upstream::ResolveOutcome& outcome) {
+    const dns::Query q = client.query();
+    const uint16_t server_udp_size = settings_->config.edns_buffer_size;
+    std::vector<uint8_t> mine;
+    const auto& answer = outcome.answer;
+    if (answer && usable_answer(*answer)) {
+        mine.resize(kTcpMaxAnswer);
+        bool truncated = false;
+        mine.resize(cache::render_answer(answer->view(), q, 0, false,
+                                         cache::RenderLimits{kTcpMaxAnswer, server_udp_size}, mine,
+                                         &truncated));
+    }
+    if (client.any_partner != PendingClient::kNoPartner) {
+        if (PendingClient* other = pending_.find(client.any_partner)) {
+            other->any_partner = PendingClient::kNoPartner;
+            other->any_other = std::move(mine);
+            other->any_other_known = true;
+            pending_.remove(cookie);
+            return;
+        }
+    }
+    const dns::Bytes parts[2] = {dns::Bytes(mine), dns::Bytes(client.any_other)};
+    bool truncated = false;
+    size_t length = dns::write_any_from_parts(
+        q, parts, server_udp_size, limits_for(client.transport, q).max_size, scratch_, &truncated);
+    if (length == 0) {
+        length = error_answer(as_parsed(q), rc(Rcode::ServFail), scratch_);
+    } else if (truncated) {
+        bump(counters_.answers_truncated);
+    }
+    record_latency(AnswerSource::upstream, client);
+    sender_.send_reply(client, std::span<const uint8_t>(scratch_.data(), length));
+    pending_.remove(cookie);
 }
 
 size_t QueryPipeline::render_stale(const PendingClient& client) {
@@ -235,6 +421,10 @@ void QueryPipeline::on_stale_timer(uint64_t cookie) {
 void QueryPipeline::deliver(uint64_t cookie, const upstream::ResolveOutcome& outcome) {
     PendingClient* client = pending_.find(cookie);
     if (client == nullptr) return;
+    if (client->any_partner != PendingClient::kNoPartner || client->any_other_known) {
+        deliver_any(cookie, *client, outcome);
+        return;
+    }
     loop_.cancel_timer(client->stale_timer);
     const dns::Query q = client->query();
     const auto& answer = outcome.answer;

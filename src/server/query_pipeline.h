@@ -58,6 +58,18 @@ class QueryPipeline final : public upstream::CompletionSink {
   private:
     size_t error_answer(const dns::ParsedQuery& parsed, uint16_t rcode, std::span<uint8_t> out,
                         uint32_t ede = dns::kNoEde);
+    // A query without RD (RFC 1034 §4.3.1): from the cache (clients in allow-snoop) or from
+    // local data, never forwarded; REFUSED otherwise.
+    HandleResult handle_norec(const dns::ParsedQuery& parsed, const ClientOrigin& origin,
+                              uint64_t now, std::span<uint8_t> out);
+    // Type ANY (RFC 8482 §4.1): the name's A and AAAA RRsets, from the cache or asked upstream.
+    HandleResult handle_any(const dns::ParsedQuery& parsed, const ClientOrigin& origin,
+                            uint64_t now, std::span<uint8_t> out);
+    void deliver_any(uint64_t cookie, PendingClient& client,
+                     const upstream::ResolveOutcome& outcome);
+    // A waiting client for `q`, asked upstream as `question`; nullptr when the table is full.
+    PendingClient* add_pending(const dns::Query& q, const ClientOrigin& origin,
+                               const upstream::Question& question, uint64_t& cookie);
     cache::RenderLimits limits_for(Transport transport, const dns::Query& q) const;
     void on_stale_timer(uint64_t cookie);
     // Renders a stale entry for a waiting client into scratch_; 0 when there is none.
@@ -73,6 +85,8 @@ class QueryPipeline final : public upstream::CompletionSink {
     ReplySender& sender_;
     PendingClients pending_;
     std::vector<uint8_t> scratch_;  // answers rendered for delivery
+    // The A and AAAA answers of an ANY query, rendered for it, while it is answered.
+    std::vector<uint8_t> any_parts_[2];
 };
 
 }  // namespace nscache::server

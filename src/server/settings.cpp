@@ -7,6 +7,7 @@ SettingsPtr make_settings(const Config& c, std::shared_ptr<const upstream::Routi
     auto s = std::make_shared<Settings>();
     s->config = c;
     s->access = AccessList(c.allow);
+    s->snoop = AccessList(c.allow_snoop);
     if (c.rate_limit > 0) {
         const bool same = previous != nullptr && previous->rate_limiter &&
                           previous->config.rate_limit == c.rate_limit &&

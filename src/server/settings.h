@@ -20,6 +20,7 @@ namespace nscache::server {
 struct Settings {
     Config config;
     AccessList access{{}};
+    AccessList snoop{{}};                       // who may ask without RD (allow-snoop)
     std::shared_ptr<RateLimiter> rate_limiter;  // null: no rate limit
     std::shared_ptr<const upstream::Routing> routing;
     upstream::ResolverOptions resolver;

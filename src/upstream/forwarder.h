@@ -19,6 +19,10 @@ namespace nscache::upstream {
 class Forwarder {
   public:
     virtual bool resolve(const Question& question, uint64_t cookie) = 0;
+    // As resolve(), for a question nscache answers itself only (local names and zones,
+    // CHAOS): false, and nothing delivered, when it would have to go upstream. For queries
+    // without RD, which are never forwarded (RFC 1034 §4.3.1).
+    virtual bool resolve_local(const Question& question, uint64_t cookie) = 0;
     // Refreshes the cache entry for `question` in the background (prefetch, stale refresh).
     virtual void refresh(const Question& question) = 0;
     virtual void leave(const Question& question, uint64_t cookie) = 0;

@@ -180,7 +180,10 @@ cache::PreparedAnswer chaos_answer(const Question& q, const std::string& version
         if (is(q, "id.server.") || is(q, "hostname.bind.")) text = &id;
     }
     if (text == nullptr || text->empty()) {
-        return empty(static_cast<uint8_t>(dns::Rcode::Refused), cache::AnswerKind::Positive);
+        cache::PreparedAnswer refused =
+            empty(static_cast<uint8_t>(dns::Rcode::Refused), cache::AnswerKind::Positive);
+        refused.aa = false;  // AA speaks for an answer (RFC 1035 §4.1.1); a refusal gives none
+        return refused;
     }
     cache::PreparedAnswer a =
         empty(static_cast<uint8_t>(dns::Rcode::NoError), cache::AnswerKind::Positive);

@@ -124,6 +124,10 @@ bool Resolver::resolve(const Question& question, uint64_t cookie, bool refresh) 
     return false;
 }
 
+bool Resolver::resolve_local(const Question& question, uint64_t cookie) {
+    return answer_locally(question, routing_->route(question.name.view()), cookie);
+}
+
 void Resolver::refresh(const Question& question) {
     std::string key = question.key();
     const Route route = routing_->route(question.name.view());

@@ -83,6 +83,7 @@ class Resolver final : public Forwarder, public sharedcache::LookupSink {
     // `refresh`: a prefetch that must come back fresher than the cache's entry (the shared
     // tier's value counts only if it is; see SharedTier::lookup).
     bool resolve(const Question& question, uint64_t cookie, bool refresh);
+    bool resolve_local(const Question& question, uint64_t cookie) override;
     void refresh(const Question& question) override;
     void leave(const Question& question, uint64_t cookie) override;
     bool all_upstreams_down(const Question& question) const override;

@@ -227,12 +227,14 @@ Route Routing::route(dns::Bytes lower_name) const {
         if (auto it = zones_.find(name.substr(offset)); it != zones_.end()) {
             const Zone& z = it->second;
             if (z.kind == RouteKind::Forward)
-                return Route{RouteKind::Forward, &rules_[z.rule], nullptr, 0};
+                return Route{RouteKind::Forward, &rules_[z.rule], nullptr, offset};
             return Route{z.kind, nullptr, nullptr, offset};
         }
         offset += 1 + size_t{lower_name[offset]};
     }
-    return Route{RouteKind::Forward, &rules_[0], nullptr, 0};
+    // The default rule's domain is the root.
+    return Route{RouteKind::Forward, &rules_[0], nullptr,
+                 lower_name.empty() ? 0 : lower_name.size() - 1};
 }
 
 const std::vector<LocalRecordData>* Routing::local(dns::Bytes lower_name) const {

@@ -52,7 +52,9 @@ struct Route {
     RouteKind kind = RouteKind::Forward;
     const ForwardRule* rule = nullptr;                      // Forward
     const std::vector<LocalRecordData>* records = nullptr;  // LocalName
-    size_t zone_offset = 0;  // LocalNxdomain/Localhost: the zone apex's offset in the name
+    // LocalNxdomain/Localhost: the zone apex's offset in the name; Forward: the offset of the
+    // rule's domain (the root's for the default), above which other servers answer.
+    size_t zone_offset = 0;
 };
 
 // Upstream servers by address, kept across rebuilds (only touched by the thread that builds).

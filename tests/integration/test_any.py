@@ -1,5 +1,7 @@
-"""Queries for type ANY get a minimal answer from nscache itself (RFC 8482): one synthesized
-HINFO record, never forwarded and never cached."""
+"""Queries for type ANY are answered by nscache itself (RFC 8482): with the name's A and AAAA
+RRsets (§4.1: a subset of its RRsets, what stubs such as c-ares' ares_query_any / Node's
+dns.resolveAny() want), asked upstream as the A and AAAA questions and cached as those; one
+synthesized HINFO (§4.2) only for a name with neither. ANY itself is never forwarded."""
 
 import dns.flags
 import dns.rcode
@@ -20,8 +22,41 @@ def assert_minimal_any(r, name):
     assert not r.authority and not r.additional
 
 
-def test_any_gets_a_synthesized_hinfo_and_is_not_forwarded(daemon, fake_upstream):
-    fake_upstream.add("any.fake.test.", "A", 300, "192.0.2.90")
+def rrsets_of(r):
+    return sorted((rr.name.to_text().lower(), dns.rdatatype.to_text(rr.rdtype),
+                   sorted(rd.to_text() for rd in rr)) for rr in r.answer)
+
+
+def upstream_types(fake, name):
+    want = name.lower()
+    return sorted(dns.rdatatype.to_text(q["rdtype"]) for q in fake.queries if q["name"] == want)
+
+
+def test_any_gets_the_names_a_and_aaaa_rrsets(daemon, fake_upstream):
+    fake_upstream.add("dual.fake.test.", "A", 300, "192.0.2.91", "192.0.2.92")
+    fake_upstream.add("dual.fake.test.", "AAAA", 300, "2001:db8::91")
+    fake_upstream.add("dual.fake.test.", "TXT", 300, '"not asked"')
+    d = daemon(fake_upstream.addr)
+    want = [("dual.fake.test.", "A", ["192.0.2.91", "192.0.2.92"]),
+            ("dual.fake.test.", "AAAA", ["2001:db8::91"])]
+    for ask in (udp, udp, tcp):  # the first asks upstream, the others are cache hits
+        r = ask(d.port, "Dual.Fake.Test", "ANY")
+        assert r.rcode() == dns.rcode.NOERROR and not r.flags & dns.flags.TC
+        assert rrsets_of(r) == want, r
+        assert r.question[0].rdtype == dns.rdatatype.ANY
+    # ANY itself never went upstream: its A and AAAA questions did, once each, and are cached.
+    assert upstream_types(fake_upstream, "dual.fake.test.") == ["A", "AAAA"]
+    r = udp(d.port, "dual.fake.test", "AAAA")
+    assert rrsets_of(r) == want[1:]
+    assert fake_upstream.count(name="dual.fake.test") == 2
+    # One of the two held: only the other is asked.
+    fake_upstream.add("half.fake.test.", "A", 300, "192.0.2.93")
+    assert rrsets_of(udp(d.port, "half.fake.test", "A")) == [("half.fake.test.", "A", ["192.0.2.93"])]
+    assert rrsets_of(udp(d.port, "half.fake.test", "ANY")) == [("half.fake.test.", "A", ["192.0.2.93"])]
+    assert upstream_types(fake_upstream, "half.fake.test.") == ["A", "AAAA"]
+
+
+def test_any_for_a_name_without_addresses_gets_a_synthesized_hinfo(daemon, fake_upstream):
     fake_upstream.add("any.fake.test.", "TXT", 300, '"many records"')
     d = daemon(fake_upstream.addr)
     for _ in range(2):
@@ -33,9 +68,19 @@ def test_any_gets_a_synthesized_hinfo_and_is_not_forwarded(daemon, fake_upstream
     r = udp(d.port, None, query=q)
     assert_minimal_any(r, "any.fake.test.")
     assert r.edns == 0 and r.ednsflags & dns.flags.DO
-    assert fake_upstream.count(name="any.fake.test") == 0, "an ANY query went upstream"
-    # Nothing was cached for the name: its A record is a miss that goes upstream.
-    s0 = d.stats()
-    assert [rd.address for rd in udp(d.port, "any.fake.test", "A").answer[0]] == ["192.0.2.90"]
-    assert fake_upstream.count(name="any.fake.test") == 1
-    assert d.stats()["cache_misses"] == s0["cache_misses"] + 1
+    assert "ANY" not in upstream_types(fake_upstream, "any.fake.test."), "ANY went upstream"
+    # A name that does not exist: NXDOMAIN, as its A question said.
+    r = udp(d.port, "nonesuch.fake.test", "ANY")
+    assert r.rcode() == dns.rcode.NXDOMAIN and not r.answer
+
+
+def test_any_over_udp_keeps_to_the_clients_buffer(daemon, fake_upstream):
+    addrs = [f"192.0.2.{i}" for i in range(1, 41)]
+    fake_upstream.add("big.fake.test.", "A", 300, *addrs)
+    fake_upstream.add("big.fake.test.", "AAAA", 300, *[f"2001:db8::{i:x}" for i in range(1, 21)])
+    d = daemon(fake_upstream.addr)
+    r = udp(d.port, "big.fake.test", "ANY")  # no EDNS: 512 bytes at most
+    assert r.flags & dns.flags.TC and not r.answer
+    r = tcp(d.port, "big.fake.test", "ANY")
+    assert not r.flags & dns.flags.TC
+    assert [len(rr) for rr in sorted(r.answer, key=lambda rr: rr.rdtype)] == [40, 20]

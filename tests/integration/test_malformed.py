@@ -79,6 +79,7 @@ CORPUS = [
     ("opcode_notify", hdr(flags=(4 << 11)) + GOOD_Q, "notimp"),
     ("opcode_update", hdr(flags=(5 << 11)) + GOOD_Q, "notimp"),
     ("opcode_15", hdr(flags=0x0100 | (15 << 11)) + GOOD_Q, "notimp"),
+    ("opcode_notify_cd", hdr(flags=(4 << 11) | 0x0010) + GOOD_Q, "notimp"),
     ("qr_set", hdr(flags=0x8100) + GOOD_Q, "silence"),
     ("qr_set_response_like", hdr(flags=0x8580, an=0) + GOOD_Q, "silence"),
 ]
@@ -106,6 +107,10 @@ def check_answer(case, wire, reply):
     assert flags & 0xF == want, f"RCODE {flags & 0xF}, want {dns.rcode.to_text(want)}"
     if case == "notimp":
         assert (flags >> 11) & 0xF == (header(wire)[1] >> 11) & 0xF, "opcode is echoed"
+        if (flags >> 11) & 0xF:
+            # RA and CD mean something for standard queries only (RFC 6895 §2).
+            assert not flags & 0x0080, "RA in the NOTIMP answer to an unknown opcode"
+            assert not flags & 0x0010, "CD in the NOTIMP answer to an unknown opcode"
 
 
 def assert_still_serving(d):

@@ -4,6 +4,7 @@ local records (issue 10 items 3 and 4)."""
 
 import subprocess
 
+import dns.flags
 import dns.message
 import dns.query
 import dns.rcode
@@ -86,11 +87,13 @@ def test_chaos_queries_are_answered_here(daemon, make_fake):
     plain, named = make_fake(), make_fake()
     d = daemon(plain.addr)
     for name in ("version.bind", "id.server", "hostname.bind", "version.server"):
-        assert ask(d.port, name, "TXT", "CH").rcode() == dns.rcode.REFUSED, name
+        r = ask(d.port, name, "TXT", "CH")
+        assert r.rcode() == dns.rcode.REFUSED, name
+        assert not r.flags & dns.flags.AA, f"{name}: a refusal is not authoritative"
     assert plain.count() == 0
     e = daemon(named.addr, config='chaos-version = "nscache"\nchaos-id = "cache-7"\n')
     r = ask(e.port, "version.bind", "TXT", "CH")
-    assert r.rcode() == dns.rcode.NOERROR
+    assert r.rcode() == dns.rcode.NOERROR and r.flags & dns.flags.AA
     assert r.answer[0].rdclass == dns.rdataclass.CH
     assert b"".join(r.answer[0][0].strings) == b"nscache"
     assert b"".join(ask(e.port, "id.server", "TXT", "CH").answer[0][0].strings) == b"cache-7"

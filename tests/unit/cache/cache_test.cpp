@@ -99,6 +99,66 @@ TEST_F(CacheTest, NegativeEntryServesSoaCountingDown) {
         Freshness::Miss);
 }
 
+TEST_F(CacheTest, NamesBelowACachedNxdomainAreAnsweredFromIt) {
+    Cache cache(CacheConfig{.budget_bytes = 1 << 20});
+    // NXDOMAIN for gone.example.test, its SOA's names compressed against the question.
+    testing::WireBuilder nx;
+    nx.header(1, dns::flag::QR | dns::flag::RD | dns::flag::RA | 3, 1, 0, 1)
+        .question("gone.example.test", dns::rtype::A);
+    nx.name_then_pointer("", 12 + 5).rr_fixed(dns::rtype::SOA, 600, 2 + 2 + 2 + 2 + 20);
+    const size_t mname_at = nx.size();
+    nx.name_then_pointer("ns", 12 + 5).name_then_pointer("", 12 + 5);
+    nx.u32(1).u32(3600).u32(600).u32(86400).u32(60);
+    dns::write_u16(&nx.bytes[mname_at - 2], static_cast<uint16_t>(nx.size() - mname_at));
+    auto answer = prepare(nx, TtlPolicy{});
+    ASSERT_TRUE(answer);
+    ClientQuery gone("gone.example.test", dns::rtype::A);
+    cache.insert(key_for(gone), *answer, kStart);
+
+    ClientQuery below("X.y.Gone.Example.Test", dns::rtype::AAAA);
+    const CacheKey key = key_for(below);
+    const size_t whole = key.name.size() - 1;
+    auto r = cache.lookup_below_nxdomain(key, whole, below.query(), kStart + 20'000, RenderLimits{},
+                                         out_);
+    ASSERT_EQ(r.freshness, Freshness::Fresh);
+    const dns::Bytes msg(out_.data(), r.length);
+    dns::ScannedResponse scan;
+    ASSERT_TRUE(dns::scan_response(msg, scan));
+    EXPECT_EQ(scan.header.rcode(), 3);
+    EXPECT_EQ(dns::read_u16(out_.data()), 0x5555);  // the client's ID, its question
+    ASSERT_EQ(scan.records.size(), 1u);
+    EXPECT_EQ(scan.records[0].type, dns::rtype::SOA);
+    EXPECT_EQ(scan.records[0].ttl, 40u);  // negative TTL min(600, 60), 20 s on
+    dns::NameBuffer owner, mname;
+    ASSERT_TRUE(dns::read_name_lower(msg, scan.records[0].owner_offset, owner));
+    EXPECT_EQ(dns::name_to_text(owner.view()), "example.test.");
+    ASSERT_TRUE(dns::read_name(msg, scan.records[0].ttl_offset + 6, mname));
+    EXPECT_EQ(dns::name_to_text(mname.view()), "ns.example.test.");
+    // Not above the forwarding rule's domain ("y.gone.example.test" starts at offset 2).
+    EXPECT_EQ(
+        cache.lookup_below_nxdomain(key, 2, below.query(), kStart, RenderLimits{}, out_).freshness,
+        Freshness::Miss);
+    // Not for DO, and not once the NXDOMAIN expired.
+    const CacheKey with_do{key.name, key.qtype, key.qclass, kKeyDo};
+    EXPECT_EQ(
+        cache.lookup_below_nxdomain(with_do, whole, below.query(), kStart, RenderLimits{}, out_)
+            .freshness,
+        Freshness::Miss);
+    EXPECT_EQ(
+        cache
+            .lookup_below_nxdomain(key, whole, below.query(), kStart + 60'000, RenderLimits{}, out_)
+            .freshness,
+        Freshness::Miss);
+    // NODATA is no cut.
+    Cache other(CacheConfig{.budget_bytes = 1 << 20});
+    auto nodata = prepare(
+        testing::negative_answer("gone.example.test", dns::Rcode::NoError, 600, 60), TtlPolicy{});
+    other.insert(key_for(gone), *nodata, kStart);
+    EXPECT_EQ(other.lookup_below_nxdomain(key, whole, below.query(), kStart, RenderLimits{}, out_)
+                  .freshness,
+              Freshness::Miss);
+}
+
 TEST_F(CacheTest, StaysWithinBudgetByEvicting) {
     const size_t budget = 256 << 10;
     Cache cache(CacheConfig{.budget_bytes = budget, .shards = 4});

@@ -266,6 +266,31 @@ TEST(WriteErrorAnswer, EchoesIdQuestionAndBits) {
     EXPECT_TRUE(std::equal(b.bytes.begin() + 12, b.bytes.end(), out.begin() + 12));
 }
 
+TEST(WriteErrorAnswer, NotImpForAnUnknownOpcodeHasNoRaAndNoCd) {
+    // RFC 1035 §4.1.1 copies ID, opcode and RD; RA and CD have no meaning for an opcode we do
+    // not implement (RFC 6895 §2: flag bits are defined per opcode).
+    auto b = simple_query(0xBEEF, (4 << 11) | flag::RD | flag::CD);  // NOTIFY
+    auto parsed = parse_query(b.view());
+    ASSERT_EQ(parsed.verdict, QueryVerdict::NotImp);
+    std::array<uint8_t, kMaxErrorAnswer> out{};
+    const size_t n = write_error_answer(parsed, static_cast<uint16_t>(Rcode::NotImp), 1232, out);
+    const Header h = read_header(Bytes(out.data(), n));
+    EXPECT_TRUE(h.has(flag::QR));
+    EXPECT_EQ(h.flags & flag::OpcodeMask, 4 << 11);
+    EXPECT_TRUE(h.has(flag::RD));
+    EXPECT_FALSE(h.has(flag::RA));
+    EXPECT_FALSE(h.has(flag::CD));
+    EXPECT_EQ(h.rcode(), static_cast<uint8_t>(Rcode::NotImp));
+    // A standard query's NOTIMP (AXFR) is still a recursive server's answer: RA, CD echoed.
+    WireBuilder axfr;
+    axfr.header(1, flag::RD | flag::CD, 1).question("example.test", rtype::AXFR);
+    parsed = parse_query(axfr.view());
+    write_error_answer(parsed, static_cast<uint16_t>(Rcode::NotImp), 1232, out);
+    const Header q = read_header(Bytes(out.data(), kHeaderSize));
+    EXPECT_TRUE(q.has(flag::RA));
+    EXPECT_TRUE(q.has(flag::CD));
+}
+
 TEST(WriteErrorAnswer, FormErrWithoutQuestion) {
     WireBuilder b;
     b.header(7, 0, 2).question("a.test", 1).question("b.test", 1);

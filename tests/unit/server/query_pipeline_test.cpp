@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "dns/ede.h"
 #include "server_test_support.h"
 
 namespace nscache::server {
@@ -29,6 +30,26 @@ WireBuilder query(std::string_view name, uint16_t qtype, uint16_t id = 0x1234) {
 
 uint8_t rcode_of(std::span<const uint8_t> msg) {
     return msg[3] & 0x0F;
+}
+
+// A query without RD (RFC 1034 §4.3.1), with an OPT so EDEs can come back.
+WireBuilder norec_query(std::string_view name, uint16_t qtype, uint16_t id = 0x4321) {
+    WireBuilder b;
+    b.header(id, 0, 1, 0, 0, 1).question(name, qtype).opt(1232);
+    return b;
+}
+
+// The INFO-CODE of the answer's first EDE option, or -1.
+int ede_of(std::span<const uint8_t> msg) {
+    const size_t n = msg.size();
+    if (n < 6 || dns::read_u16(msg.data() + n - 6) != dns::kEdeOptionCode) return -1;
+    return dns::read_u16(msg.data() + n - 2);
+}
+
+sockaddr_storage peer_v4(uint32_t address) {
+    sockaddr_storage ss = testing::loopback_peer();
+    reinterpret_cast<sockaddr_in*>(&ss)->sin_addr.s_addr = htonl(address);
+    return ss;
 }
 
 TEST(QueryPipeline, HitIsAnsweredAtOnceWithoutTheForwarder) {
@@ -127,6 +148,79 @@ TEST(QueryPipeline, AResponseIsIgnored) {
     const HandleResult r = h.pipeline.handle(b.view(), UdpClient{}.origin(), out);
     EXPECT_EQ(r.reply_length, 0u);
     EXPECT_FALSE(r.pending);
+}
+
+TEST(QueryPipeline, NoRecursionHitIsAnsweredFromTheCacheWithoutPrefetch) {
+    ServerHarness h;
+    h.cache_a("www.example.test");
+    std::vector<uint8_t> out(1232);
+    const auto q = norec_query("www.example.test", dns::rtype::A);
+    const HandleResult r = h.pipeline.handle(q.view(), UdpClient{}.origin(), out);
+    ASSERT_GT(r.reply_length, 0u);
+    EXPECT_FALSE(r.pending);
+    EXPECT_EQ(rcode_of(out), static_cast<int>(dns::Rcode::NoError));
+    EXPECT_EQ(dns::read_u16(out.data() + 6), 1);  // the cached A record
+    EXPECT_FALSE(dns::read_u16(out.data() + 2) & dns::flag::RD);
+    EXPECT_TRUE(h.forwarder.resolved.empty());
+    EXPECT_TRUE(h.forwarder.refreshed.empty());
+}
+
+TEST(QueryPipeline, NoRecursionMissIsRefusedAndNeverForwarded) {
+    ServerHarness h;
+    std::vector<uint8_t> out(1232);
+    const auto q = norec_query("miss.example.test", dns::rtype::A);
+    const HandleResult r = h.pipeline.handle(q.view(), UdpClient{}.origin(), out);
+    ASSERT_GT(r.reply_length, 0u);
+    EXPECT_FALSE(r.pending);
+    EXPECT_TRUE(h.forwarder.resolved.empty());
+    EXPECT_EQ(rcode_of(out), static_cast<int>(dns::Rcode::Refused));
+    EXPECT_EQ(ede_of(std::span(out.data(), r.reply_length)), dns::ede::NotAuthoritative);
+    EXPECT_EQ(h.counters.answers_refused.load(), 1u);
+}
+
+TEST(QueryPipeline, NoRecursionLocalNameIsAnsweredLocally) {
+    ServerHarness h;
+    h.forwarder.answers_locally = true;
+    std::vector<uint8_t> out(1232);
+    const auto q = norec_query("version.bind", dns::rtype::TXT);
+    const HandleResult r = h.pipeline.handle(q.view(), UdpClient{}.origin(), out);
+    EXPECT_TRUE(r.pending);
+    EXPECT_TRUE(h.forwarder.resolved.empty());
+    ASSERT_EQ(h.forwarder.resolved_locally.size(), 1u);
+}
+
+TEST(QueryPipeline, NoRecursionFromAClientOutsideAllowSnoopIsRefusedEvenOnAHit) {
+    Config c = testing::test_config();
+    c.allow.push_back(*parse_cidr("192.0.2.0/24"));
+    ServerHarness h(c);
+    h.cache_a("www.example.test");
+    UdpClient other{peer_v4(0xC0000201)};
+    std::vector<uint8_t> out(1232);
+    const auto q = norec_query("www.example.test", dns::rtype::A);
+    HandleResult r = h.pipeline.handle(q.view(), other.origin(), out);
+    ASSERT_GT(r.reply_length, 0u);
+    EXPECT_EQ(rcode_of(out), static_cast<int>(dns::Rcode::Refused));
+    EXPECT_EQ(ede_of(std::span(out.data(), r.reply_length)), dns::ede::Prohibited);
+    EXPECT_EQ(dns::read_u16(out.data() + 6), 0);
+    EXPECT_TRUE(h.forwarder.resolved.empty());
+    // With RD the same client gets the cached answer.
+    r = h.pipeline.handle(query("www.example.test", dns::rtype::A).view(), other.origin(), out);
+    EXPECT_EQ(dns::read_u16(out.data() + 6), 1);
+}
+
+TEST(QueryPipeline, AllowSnoopAdmitsNamedClients) {
+    Config c = testing::test_config();
+    c.allow.push_back(*parse_cidr("192.0.2.0/24"));
+    c.allow_snoop = {*parse_cidr("192.0.2.0/24")};
+    ServerHarness h(c);
+    h.cache_a("www.example.test");
+    std::vector<uint8_t> out(1232);
+    const auto q = norec_query("www.example.test", dns::rtype::A);
+    h.pipeline.handle(q.view(), UdpClient{peer_v4(0xC0000201)}.origin(), out);
+    EXPECT_EQ(dns::read_u16(out.data() + 6), 1);
+    // Loopback is no longer in the list.
+    h.pipeline.handle(q.view(), UdpClient{}.origin(), out);
+    EXPECT_EQ(rcode_of(out), static_cast<int>(dns::Rcode::Refused));
 }
 
 }  // namespace

@@ -34,6 +34,9 @@ struct FakeForwarder final : upstream::Forwarder {
     };
     std::vector<Call> resolved;
     std::vector<uint64_t> left;
+    std::vector<Call> resolved_locally;
+    std::vector<upstream::Question> refreshed;
+    bool answers_locally = false;  // resolve_local() takes the question (a local name)
     bool accept = true;
     // Breaks the Forwarder contract on purpose: answers from inside resolve(), as the resolver
     // once did when over its limit. Code above must survive even that.
@@ -45,7 +48,12 @@ struct FakeForwarder final : upstream::Forwarder {
         if (answer_inside_resolve) answer_inside_resolve(cookie);
         return true;
     }
-    void refresh(const upstream::Question&) override {}
+    bool resolve_local(const upstream::Question& question, uint64_t cookie) override {
+        if (!answers_locally) return false;
+        resolved_locally.push_back({question, cookie});
+        return true;
+    }
+    void refresh(const upstream::Question& question) override { refreshed.push_back(question); }
     void leave(const upstream::Question&, uint64_t cookie) override { left.push_back(cookie); }
     bool all_upstreams_down(const upstream::Question&) const override { return false; }
     bool failing(const upstream::Question&, upstream::FailureReason*) override { return false; }

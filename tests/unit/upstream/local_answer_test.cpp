@@ -99,11 +99,15 @@ TEST(LocalAnswer, LocalCnameIsFollowedThroughLocalData) {
 TEST(LocalAnswer, ChaosIdentityIsRefusedUnlessConfigured) {
     const Question v = question("version.bind", dns::rtype::TXT, kClassChaos);
     EXPECT_EQ(chaos_answer(v, "", "").rcode, static_cast<uint8_t>(dns::Rcode::Refused));
+    // A refusal is no authoritative answer (RFC 1035 §4.1.1: AA speaks for the answer section).
+    EXPECT_FALSE(chaos_answer(v, "", "").aa);
     const auto named = chaos_answer(v, "nscache 1", "");
     EXPECT_EQ(named.rcode, 0);
+    EXPECT_TRUE(named.aa);
     EXPECT_EQ(named.ancount, 1);
     const Question other = question("authors.bind", dns::rtype::TXT, kClassChaos);
     EXPECT_EQ(chaos_answer(other, "x", "y").rcode, static_cast<uint8_t>(dns::Rcode::Refused));
+    EXPECT_FALSE(chaos_answer(other, "x", "y").aa);
 }
 
 }  // namespace
