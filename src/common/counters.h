@@ -24,6 +24,7 @@ namespace nscache {
     X(upstream_timeouts, "upstream attempts that timed out")                                       \
     X(upstream_errors, "upstream answers that were unusable, or sends that failed")                \
     X(upstream_tcp_retries, "upstream answers with TC=1 retried over TCP")                         \
+    X(upstream_tcp_fallbacks, "questions asked over TCP after every UDP try timed out")            \
     X(dropped_mismatched, "upstream answers dropped: wrong source, ID or question")                \
     X(upstream_sockets_opened, "UDP sockets opened for the upstream socket pool")                  \
     X(upstream_sockets_spoofed, "pool sockets closed early: a mismatched answer arrived")          \

@@ -120,8 +120,10 @@ void UpstreamQuery::next_attempt() {
         }
         tried_ = 0;
         upstream = upstreams_.choose(unresponsive, loop_.now_ms());
-        if (upstream < 0) {  // none left to ask: late answers or the deadline end it
-            arm_timer(deadline_ms_);
+        if (upstream < 0) {
+            // Every server had its three UDP tries: the next transport (RFC 9520 §3.1 counts
+            // per transport). Then none is left to ask: late answers or the deadline end it.
+            if (!start_tcp_after_timeouts()) arm_timer(deadline_ms_);
             return;
         }
     }
@@ -165,7 +167,12 @@ void UpstreamQuery::next_attempt() {
     }
     ++udp_count_;
     const uint64_t base = upstreams_.attempt_timeout_ms(static_cast<size_t>(upstream));
-    arm_timer(std::min(base << std::min(attempts_ - 1, 4), kMaxAttemptWaitMs));
+    // No wait takes more than half the time left, so the next server or transport still has
+    // its chance before the deadline (a server never measured waits 400, 800, 1500 ms
+    // otherwise: its third UDP try would use up a 2 s query-timeout).
+    const uint64_t now = loop_.now_ms();
+    const uint64_t left = deadline_ms_ > now ? deadline_ms_ - now : 0;
+    arm_timer(std::min({base << std::min(attempts_ - 1, 4), kMaxAttemptWaitMs, left / 2}));
 }
 
 bool UpstreamQuery::send_udp(int upstream, UdpAttempt& attempt) {
@@ -237,6 +244,7 @@ bool UpstreamQuery::send_stream(int upstream, StreamConnection& connection, bool
     stream_ = &connection;
     stream_upstream_ = upstream;
     stream_tls_ = tls;
+    stream_after_timeouts_ = false;
     sent_any_ = true;
     upstreams_.at(static_cast<size_t>(upstream)).queries.fetch_add(1, std::memory_order_relaxed);
     // A connection still to be made (and a TLS handshake) takes a round trip or two more.
@@ -263,11 +271,39 @@ void UpstreamQuery::start_tcp(int upstream) {
     }
 }
 
+bool UpstreamQuery::start_tcp_after_timeouts() {
+    uint64_t skip = 0;  // servers asked over TCP already, tls:// ones (a stream already)
+    for (size_t i = 0; i < upstreams_.size() && i < 64; ++i) {
+        if (tcp_sent_[i] > 0 || upstreams_.at(i).tls) skip |= uint64_t{1} << i;
+    }
+    // Issue 16 item 11: UDP lost three times in a row is more likely loss on the path than a
+    // dead server (30% loss loses all three tries of one question in 37); TCP retransmits
+    // through it. One TCP query per server: the connection does the retrying.
+    while (true) {
+        const int upstream = upstreams_.choose(skip, loop_.now_ms());
+        if (upstream < 0) return false;
+        skip |= uint64_t{1} << upstream;
+        StreamConnection& tcp =
+            owner_.streams().tcp(upstreams_.shared(static_cast<size_t>(upstream)));
+        if (tcp.backing_off()) continue;  // its connect failed lately: no use waiting on it
+        ++tcp_sent_[upstream];
+        bump(counters_.upstream_tcp_fallbacks);
+        if (send_stream(upstream, tcp, false)) {
+            stream_after_timeouts_ = true;
+            return true;
+        }
+        bump(counters_.upstream_errors);
+    }
+}
+
 void UpstreamQuery::on_stream_answer(dns::Bytes msg, uint32_t rtt_us) {
     StreamConnection* connection = stream_;
     const int upstream = stream_upstream_;
     stream_ = nullptr;
-    if (rtt_us > 0 && stream_tls_) {
+    // A TLS server's RTT, and a server's asked over TCP because UDP got lost (a path that
+    // loses all UDP would otherwise never be measured, and every query would wait as long as
+    // for an unknown server).
+    if (rtt_us > 0 && (stream_tls_ || stream_after_timeouts_)) {
         upstreams_.record_answer(static_cast<size_t>(upstream), rtt_us, loop_.now_ms());
     }
     on_answer(msg, upstream, connection);

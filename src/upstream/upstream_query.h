@@ -6,7 +6,9 @@
 // goes to the next upstream, but earlier attempts stay open: a slow upstream's late answer
 // still counts. No address gets more than kMaxTriesPerServer queries per transport for one
 // client query (RFC 9520 §3.1): after that it counts as unresponsive for this query and only
-// the others are asked. TC=1 switches to TCP on the worker's connection to that server
+// the others are asked; when every server had its UDP tries, each is asked once over TCP
+// (issue 16 item 11: loss on the path, not a dead server, is the likely cause). TC=1 switches
+// to TCP on the worker's connection to that server
 // (kept open and pipelined, RFC 7766); a tls:// upstream is asked over the worker's TLS
 // connection to it instead of UDP (opportunistic mode: over UDP while that connection cannot
 // be made). The query deadline ends it all.
@@ -88,6 +90,9 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     void close_attempts(int answered_by);
     void on_udp_readable(UdpAttempt& attempt);
     void start_tcp(int upstream);
+    // After every server's UDP tries timed out: asks the next server not yet asked over TCP
+    // (UDP attempts stay open). False when there is none.
+    bool start_tcp_after_timeouts();
     // Sends over `connection` (replacing any stream attempt still open); false if it is full.
     bool send_stream(int upstream, StreamConnection& connection, bool tls);
     // Gives up the stream attempt, if any; a TLS one not answered counts as a timeout.
@@ -135,6 +140,7 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     uint16_t stream_id_ = 0;
     int stream_upstream_ = -1;
     bool stream_tls_ = false;
+    bool stream_after_timeouts_ = false;  // a TCP query because every UDP try timed out
 
     // The last error answer (SERVFAIL, REFUSED...), relayed if no upstream does better.
     std::shared_ptr<const cache::PreparedAnswer> fallback_;

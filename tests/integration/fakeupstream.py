@@ -16,6 +16,9 @@ behaviour through attributes (they may be changed while it runs):
     forge_only  when True, send only the forgeries, never the real answer
     forge_gap_ms  how long after the forgeries the real answer follows
     ede         in "servfail" mode, an Extended DNS Error code (RFC 8914) to add
+    udp_drop_first  drop (after recording) the first N UDP queries of each question
+    udp_loss    drop (after recording) each UDP query with this probability, drawn from
+                `rng` (seeded: a test's losses are the same on every run)
 
 Every query is recorded in `queries` (dicts with transport, name, rdtype, id, source).
 Names are looked up case-insensitively in `records`; a name the table lacks gets NXDOMAIN
@@ -23,6 +26,7 @@ and a name without the asked type NODATA, both with the SOA of the zone `fake.te
 (TTL 600, MINIMUM 60 unless the test changes `soa_ttl` / `soa_minimum`).
 """
 
+import random
 import socket
 import struct
 import threading
@@ -94,6 +98,10 @@ class FakeUpstream:
         self.forge_only = False
         self.forge_gap_ms = 100
         self.ede = None  # an EDE INFO-CODE (RFC 8914) added to SERVFAIL answers, if set
+        self.udp_drop_first = 0
+        self.udp_loss = 0.0
+        self.rng = random.Random(16)
+        self._udp_seen = {}  # (name, rdtype) -> UDP queries received
         self.soa_ttl = 600
         self.soa_minimum = 60
         self.queries = []
@@ -325,7 +333,7 @@ class FakeUpstream:
             self.errors.append(f"udp parse: {e!r}")
             return
         self._record("udp", query, addr)
-        if self.mode == "drop":
+        if self.mode == "drop" or self._udp_lost(query):
             return
         delay = self._delay_for(query) / 1000.0
         forgeries = list(self._forgeries(query)) if (self.forge and query.question) else []
@@ -343,6 +351,17 @@ class FakeUpstream:
                     self._send_udp(self.udp, real, addr)
 
         self._later(delay, send_all)
+
+    def _udp_lost(self, query):
+        """Whether the loss settings drop this UDP query (as lost on the way here)."""
+        key = (query.question[0].name.to_text().lower(), query.question[0].rdtype) \
+            if query.question else None
+        with self.lock:
+            seen = self._udp_seen.get(key, 0)
+            self._udp_seen[key] = seen + 1
+            if seen < self.udp_drop_first:
+                return True
+            return self.udp_loss > 0 and self.rng.random() < self.udp_loss
 
     def _udp_loop(self):
         while not self._stop.is_set():
