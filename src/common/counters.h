@@ -28,6 +28,7 @@ namespace nscache {
     X(dropped_mismatched, "upstream answers dropped: wrong source, ID or question")                \
     X(upstream_sockets_opened, "UDP sockets opened for the upstream socket pool")                  \
     X(upstream_sockets_spoofed, "pool sockets closed early: a mismatched answer arrived")          \
+    X(upstream_bad_cookies, "upstream answers dropped: wrong DNS cookie, or none when expected")   \
     X(upstream_connections, "upstream TCP and TLS connections opened")                             \
     X(upstream_connect_failures, "upstream connections that failed or could not be made")          \
     X(upstream_tls_handshakes, "TLS handshakes with upstreams completed")                          \

@@ -19,6 +19,8 @@ namespace {
 constexpr int kMaxAttempts = 12;
 // The wait doubles with each retry up to this.
 constexpr uint64_t kMaxAttemptWaitMs = 1500;
+// RFC 7873 §8: the extended RCODE BADCOOKIE.
+constexpr uint16_t kBadCookie = 23;
 // Datagrams read per readiness event before returning to the loop.
 constexpr int kMaxReadsPerEvent = 16;
 
@@ -127,6 +129,10 @@ void UpstreamQuery::next_attempt() {
             return;
         }
     }
+    send_attempt(upstream);
+}
+
+void UpstreamQuery::send_attempt(int upstream) {
     tried_ |= uint64_t{1} << upstream;
     ++udp_sent_[upstream];
     UpstreamServer& server = upstreams_.at(static_cast<size_t>(upstream));
@@ -183,9 +189,11 @@ bool UpstreamQuery::send_udp(int upstream, UdpAttempt& attempt) {
     attempt.socket = owner_.udp_pool().acquire(to.family(), &attempt);
     if (attempt.socket == nullptr) return false;
     attempt.id = secure_random_u16();
+    const CookieOption cookie = owner_.cookies().option_for(to, loop_.now_ms());
+    std::copy_n(cookie.bytes.begin(), kClientCookieSize, attempt.cookie.bytes.begin());
     uint8_t wire[dns::kMaxUpstreamQuery];
-    const size_t n = dns::write_upstream_query(question_.wire(), attempt.id,
-                                               owner_.options().edns_buffer_size, wire);
+    const size_t n = dns::write_upstream_query(
+        question_.wire(), attempt.id, owner_.options().edns_buffer_size, wire, cookie.view());
     // An unconnected socket: we see (and count) datagrams from any source instead of the
     // kernel hiding them, and a forgery from anywhere retires the socket.
     const ssize_t sent = sendto(attempt.socket->fd(), wire, n, 0, to.sa(), to.length);
@@ -217,14 +225,35 @@ void UpstreamQuery::on_udp_readable(UdpAttempt& attempt) {
             owner_.udp_pool().taint(attempt.socket);
             continue;
         }
+        const bool scanned = dns::scan_response(msg, tls_scan);
+        if (scanned) {
+            const CookieVerdict verdict = check_cookie(msg, want, attempt);
+            if (verdict == CookieVerdict::Wrong || verdict == CookieVerdict::Missing) {
+                // RFC 7873 §5.3: not the answer to our query, whatever its ID says. Someone
+                // off the path is guessing on this port: as for other mismatches.
+                bump(counters_.upstream_bad_cookies);
+                cookie_missing_ = cookie_missing_ || verdict == CookieVerdict::Missing;
+                owner_.udp_pool().taint(attempt.socket);
+                continue;
+            }
+        }
         // This attempt is answered: its socket may serve another query.
         close_attempt(attempt, true);
         upstreams_.record_answer(static_cast<size_t>(attempt.upstream),
                                  static_cast<uint32_t>(monotonic_us() - attempt.sent_at_us),
                                  loop_.now_ms());
-        on_answer(msg, attempt.upstream, nullptr);
+        on_answer(msg, attempt.upstream, nullptr, scanned);
         return;  // on_answer moved on (retry, TCP, or finished and destroyed us)
     }
+}
+
+CookieVerdict UpstreamQuery::check_cookie(dns::Bytes msg, const SocketAddress& from,
+                                          const UdpAttempt& attempt) {
+    dns::Bytes option;
+    const bool present =
+        tls_scan.has_opt &&
+        find_cookie_option(msg.subspan(tls_scan.opt_rdata_offset, tls_scan.opt_rdlength), option);
+    return owner_.cookies().check(from, attempt.cookie, present, option);
 }
 
 void UpstreamQuery::cancel_stream(int answered_by) {
@@ -306,6 +335,12 @@ void UpstreamQuery::on_stream_answer(dns::Bytes msg, uint32_t rtt_us) {
     if (rtt_us > 0 && (stream_tls_ || stream_after_timeouts_)) {
         upstreams_.record_answer(static_cast<size_t>(upstream), rtt_us, loop_.now_ms());
     }
+    // Its UDP answers came without the cookie it used to send, and over TCP it answers: it
+    // no longer does cookies (a forger could not have made us ask over TCP, since it cannot
+    // stop the real UDP answers).
+    if (stream_after_timeouts_ && cookie_missing_) {
+        owner_.cookies().forget(upstreams_.at(static_cast<size_t>(upstream)).udp_address());
+    }
     on_answer(msg, upstream, connection);
 }
 
@@ -315,10 +350,11 @@ void UpstreamQuery::on_stream_failed() {
     next_attempt();
 }
 
-void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, StreamConnection* stream) {
+void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, StreamConnection* stream,
+                              bool scanned) {
     UpstreamServer& from = upstreams_.at(static_cast<size_t>(upstream));
     from.answers.fetch_add(1, std::memory_order_relaxed);
-    if (!dns::scan_response(msg, tls_scan)) {
+    if (!scanned && !dns::scan_response(msg, tls_scan)) {
         bump(counters_.upstream_errors);
         from.errors.fetch_add(1, std::memory_order_relaxed);
         // A connection that carried a broken message is not trusted with the next one.
@@ -328,6 +364,21 @@ void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, StreamConnection* st
     }
     if (tls_scan.header.has(dns::flag::TC) && stream == nullptr) {
         start_tcp(upstream);
+        return;
+    }
+    if (tls_scan.extended_rcode == kBadCookie && stream == nullptr) {
+        // RFC 7873 §5.3: the server wants its cookie (check_cookie kept the new one): asked
+        // again at once, once, within the three tries. A second BADCOOKIE moves on, in the end
+        // to TCP, which needs no cookie. Never an answer to relay or cache.
+        bump(counters_.upstream_errors);
+        if (!badcookie_retried_ && udp_sent_[upstream] < kMaxTriesPerServer &&
+            attempts_ < kMaxAttempts) {
+            badcookie_retried_ = true;
+            ++attempts_;
+            send_attempt(upstream);
+        } else {
+            next_attempt();
+        }
         return;
     }
     auto prepared = cache::prepare_answer(msg, tls_scan, owner_.options().ttl);

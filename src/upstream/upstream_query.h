@@ -25,6 +25,7 @@
 #include "common/counters.h"
 #include "common/event_loop.h"
 #include "dns/wire.h"
+#include "upstream/cookie_jar.h"
 #include "upstream/failure_cache.h"
 #include "upstream/question.h"
 #include "upstream/stream_connection.h"
@@ -76,12 +77,18 @@ class UpstreamQuery final : public StreamConnection::Waiter {
         UdpSocketPool::Socket* socket = nullptr;
         int upstream = -1;
         uint16_t id = 0;
+        ClientCookie cookie;  // what the query carried (RFC 7873): the answer must echo it
         uint64_t sent_at_us = 0;
 
         void on_readable() override { query->on_udp_readable(*this); }
     };
 
     void next_attempt();
+    // The rest of an attempt, once `upstream` is chosen.
+    void send_attempt(int upstream);
+    // What the COOKIE option of `msg` (scanned into tls_scan) says of it.
+    CookieVerdict check_cookie(dns::Bytes msg, const SocketAddress& from,
+                               const UdpAttempt& attempt);
     // Sends attempt `attempt` (a free slot of udp_) to `upstream`; false if it could not.
     bool send_udp(int upstream, UdpAttempt& attempt);
     // Hands the attempt's socket back: reusable when `answered`, closed otherwise.
@@ -100,7 +107,8 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     void arm_timer(uint64_t wait_ms);
     // A message that passed the source, ID and question checks. `stream`: the connection
     // it came on (null for UDP).
-    void on_answer(dns::Bytes msg, int upstream, StreamConnection* stream);
+    // `scanned`: scan_response already filled tls_scan from `msg`.
+    void on_answer(dns::Bytes msg, int upstream, StreamConnection* stream, bool scanned = false);
     // Ends the query; `this` is destroyed when it returns.
     void finish(std::shared_ptr<const cache::PreparedAnswer> answer, int answered_by);
 
@@ -128,7 +136,9 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     // tls:// upstream), and TCP after TC=1.
     uint8_t udp_sent_[64] = {};
     uint8_t tcp_sent_[64] = {};
-    bool sent_any_ = false;  // a query left for some upstream (not only failed sends)
+    bool badcookie_retried_ = false;  // RFC 7873 §5.3: one retry after BADCOOKIE
+    bool cookie_missing_ = false;     // an answer dropped for leaving out an expected cookie
+    bool sent_any_ = false;           // a query left for some upstream (not only failed sends)
     std::shared_ptr<const void> set_owner_;
     std::string_view shared_view_;
     bool cacheable_ = true;
