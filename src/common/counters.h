@@ -24,9 +24,11 @@ namespace nscache {
     X(upstream_timeouts, "upstream attempts that timed out")                                       \
     X(upstream_errors, "upstream answers that were unusable, or sends that failed")                \
     X(upstream_tcp_retries, "upstream answers with TC=1 retried over TCP")                         \
+    X(upstream_tcp_fallbacks, "questions asked over TCP after every UDP try timed out")            \
     X(dropped_mismatched, "upstream answers dropped: wrong source, ID or question")                \
     X(upstream_sockets_opened, "UDP sockets opened for the upstream socket pool")                  \
     X(upstream_sockets_spoofed, "pool sockets closed early: a mismatched answer arrived")          \
+    X(upstream_bad_cookies, "upstream answers dropped: wrong DNS cookie, or none when expected")   \
     X(upstream_connections, "upstream TCP and TLS connections opened")                             \
     X(upstream_connect_failures, "upstream connections that failed or could not be made")          \
     X(upstream_tls_handshakes, "TLS handshakes with upstreams completed")                          \

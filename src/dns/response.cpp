@@ -9,7 +9,7 @@
 namespace nscache::dns {
 
 size_t write_upstream_query(const UpstreamQuestion& q, uint16_t id, uint16_t udp_size,
-                            std::span<uint8_t> out) {
+                            std::span<uint8_t> out, Bytes cookie) {
     Header h;
     h.id = id;
     h.flags = static_cast<uint16_t>(flag::RD | (q.cd ? flag::CD : 0));
@@ -22,8 +22,16 @@ size_t write_upstream_query(const UpstreamQuestion& q, uint16_t id, uint16_t udp
     write_u16(out.data() + n, q.qtype);
     write_u16(out.data() + n + 2, q.qclass);
     n += 4;
-    write_opt_record(out.data() + n, udp_size, q.do_bit, 0);
-    return n + kOptRecordSize;
+    const bool with_cookie = !cookie.empty() && cookie.size() <= kMaxCookieOptionData;
+    const size_t options = with_cookie ? 4 + cookie.size() : 0;
+    write_opt_record(out.data() + n, udp_size, q.do_bit, 0, static_cast<uint16_t>(options));
+    n += kOptRecordSize;
+    if (!with_cookie) return n;
+    constexpr uint16_t kCookieOption = 10;  // RFC 7873 §4
+    write_u16(out.data() + n, kCookieOption);
+    write_u16(out.data() + n + 2, static_cast<uint16_t>(cookie.size()));
+    std::memcpy(out.data() + n + 4, cookie.data(), cookie.size());
+    return n + options;
 }
 
 size_t pad_upstream_query(std::span<uint8_t> out, size_t length) {

@@ -19,14 +19,17 @@ struct UpstreamQuestion {
     bool cd = false;      // checking disabled (RFC 4035 §3.2.2)
 };
 
-// Writes a recursive query with an OPT record advertising `udp_size`. `out` must hold
+// Writes a recursive query with an OPT record advertising `udp_size`, and a COOKIE option
+// (RFC 7873 §4) holding `cookie` when it is not empty (8 to 40 bytes). `out` must hold
 // kMaxUpstreamQuery bytes. Returns the length.
-inline constexpr size_t kMaxUpstreamQuery = kHeaderSize + kMaxNameLength + 4 + 11;
+inline constexpr size_t kMaxCookieOptionData = 40;
+inline constexpr size_t kMaxUpstreamQuery =
+    kHeaderSize + kMaxNameLength + 4 + 11 + 4 + kMaxCookieOptionData;
 size_t write_upstream_query(const UpstreamQuestion& q, uint16_t id, uint16_t udp_size,
-                            std::span<uint8_t> out);
+                            std::span<uint8_t> out, Bytes cookie = {});
 
-// Pads a query from write_upstream_query (its OPT record last) to a multiple of 128 octets
-// with an EDNS Padding option (RFC 7830, block size per RFC 8467 §4.1), as DNS over TLS
+// Pads a query from write_upstream_query (its OPT record last, with no cookie) to a multiple of 128
+// octets with an EDNS Padding option (RFC 7830, block size per RFC 8467 §4.1), as DNS over TLS
 // queries are sent. `out` must hold kMaxPaddedUpstreamQuery bytes. Returns the new length.
 inline constexpr size_t kPaddingBlock = 128;
 inline constexpr size_t kMaxPaddedUpstreamQuery = kMaxUpstreamQuery + 4 + kPaddingBlock;

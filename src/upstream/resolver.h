@@ -20,6 +20,7 @@
 #include "config/config.h"
 #include "sharedcache/shared_tier.h"
 #include "upstream/completion.h"
+#include "upstream/cookie_jar.h"
 #include "upstream/forwarder.h"
 #include "upstream/inflight.h"
 #include "upstream/question.h"
@@ -97,6 +98,7 @@ class Resolver final : public Forwarder, public sharedcache::LookupSink {
 
     // The worker's upstream sockets, for its UpstreamQuerys.
     UdpSocketPool& udp_pool() { return udp_pool_; }
+    CookieJar& cookies() { return cookies_; }
     StreamPool& streams() { return streams_; }
 
     // Called by an UpstreamQuery when it is done; destroys it.
@@ -149,6 +151,7 @@ class Resolver final : public Forwarder, public sharedcache::LookupSink {
     // Before queries_: queries hand their sockets back, and leave their connections, when
     // they are destroyed.
     UdpSocketPool udp_pool_;
+    CookieJar cookies_;  // DNS cookies (RFC 7873) of this worker's UDP queries
     StreamPool streams_;
     std::unordered_map<UpstreamQuery*, std::unique_ptr<UpstreamQuery>> queries_;
     std::unique_ptr<sharedcache::SharedTier> tier_;  // null: no [shared-cache]

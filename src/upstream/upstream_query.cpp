@@ -19,6 +19,8 @@ namespace {
 constexpr int kMaxAttempts = 12;
 // The wait doubles with each retry up to this.
 constexpr uint64_t kMaxAttemptWaitMs = 1500;
+// RFC 7873 §8: the extended RCODE BADCOOKIE.
+constexpr uint16_t kBadCookie = 23;
 // Datagrams read per readiness event before returning to the loop.
 constexpr int kMaxReadsPerEvent = 16;
 
@@ -120,11 +122,17 @@ void UpstreamQuery::next_attempt() {
         }
         tried_ = 0;
         upstream = upstreams_.choose(unresponsive, loop_.now_ms());
-        if (upstream < 0) {  // none left to ask: late answers or the deadline end it
-            arm_timer(deadline_ms_);
+        if (upstream < 0) {
+            // Every server had its three UDP tries: the next transport (RFC 9520 §3.1 counts
+            // per transport). Then none is left to ask: late answers or the deadline end it.
+            if (!start_tcp_after_timeouts()) arm_timer(deadline_ms_);
             return;
         }
     }
+    send_attempt(upstream);
+}
+
+void UpstreamQuery::send_attempt(int upstream) {
     tried_ |= uint64_t{1} << upstream;
     ++udp_sent_[upstream];
     UpstreamServer& server = upstreams_.at(static_cast<size_t>(upstream));
@@ -165,7 +173,12 @@ void UpstreamQuery::next_attempt() {
     }
     ++udp_count_;
     const uint64_t base = upstreams_.attempt_timeout_ms(static_cast<size_t>(upstream));
-    arm_timer(std::min(base << std::min(attempts_ - 1, 4), kMaxAttemptWaitMs));
+    // No wait takes more than half the time left, so the next server or transport still has
+    // its chance before the deadline (a server never measured waits 400, 800, 1500 ms
+    // otherwise: its third UDP try would use up a 2 s query-timeout).
+    const uint64_t now = loop_.now_ms();
+    const uint64_t left = deadline_ms_ > now ? deadline_ms_ - now : 0;
+    arm_timer(std::min({base << std::min(attempts_ - 1, 4), kMaxAttemptWaitMs, left / 2}));
 }
 
 bool UpstreamQuery::send_udp(int upstream, UdpAttempt& attempt) {
@@ -176,9 +189,11 @@ bool UpstreamQuery::send_udp(int upstream, UdpAttempt& attempt) {
     attempt.socket = owner_.udp_pool().acquire(to.family(), &attempt);
     if (attempt.socket == nullptr) return false;
     attempt.id = secure_random_u16();
+    const CookieOption cookie = owner_.cookies().option_for(to, loop_.now_ms());
+    std::copy_n(cookie.bytes.begin(), kClientCookieSize, attempt.cookie.bytes.begin());
     uint8_t wire[dns::kMaxUpstreamQuery];
-    const size_t n = dns::write_upstream_query(question_.wire(), attempt.id,
-                                               owner_.options().edns_buffer_size, wire);
+    const size_t n = dns::write_upstream_query(
+        question_.wire(), attempt.id, owner_.options().edns_buffer_size, wire, cookie.view());
     // An unconnected socket: we see (and count) datagrams from any source instead of the
     // kernel hiding them, and a forgery from anywhere retires the socket.
     const ssize_t sent = sendto(attempt.socket->fd(), wire, n, 0, to.sa(), to.length);
@@ -210,14 +225,35 @@ void UpstreamQuery::on_udp_readable(UdpAttempt& attempt) {
             owner_.udp_pool().taint(attempt.socket);
             continue;
         }
+        const bool scanned = dns::scan_response(msg, tls_scan);
+        if (scanned) {
+            const CookieVerdict verdict = check_cookie(msg, want, attempt);
+            if (verdict == CookieVerdict::Wrong || verdict == CookieVerdict::Missing) {
+                // RFC 7873 §5.3: not the answer to our query, whatever its ID says. Someone
+                // off the path is guessing on this port: as for other mismatches.
+                bump(counters_.upstream_bad_cookies);
+                cookie_missing_ = cookie_missing_ || verdict == CookieVerdict::Missing;
+                owner_.udp_pool().taint(attempt.socket);
+                continue;
+            }
+        }
         // This attempt is answered: its socket may serve another query.
         close_attempt(attempt, true);
         upstreams_.record_answer(static_cast<size_t>(attempt.upstream),
                                  static_cast<uint32_t>(monotonic_us() - attempt.sent_at_us),
                                  loop_.now_ms());
-        on_answer(msg, attempt.upstream, nullptr);
+        on_answer(msg, attempt.upstream, nullptr, scanned);
         return;  // on_answer moved on (retry, TCP, or finished and destroyed us)
     }
+}
+
+CookieVerdict UpstreamQuery::check_cookie(dns::Bytes msg, const SocketAddress& from,
+                                          const UdpAttempt& attempt) {
+    dns::Bytes option;
+    const bool present =
+        tls_scan.has_opt &&
+        find_cookie_option(msg.subspan(tls_scan.opt_rdata_offset, tls_scan.opt_rdlength), option);
+    return owner_.cookies().check(from, attempt.cookie, present, option);
 }
 
 void UpstreamQuery::cancel_stream(int answered_by) {
@@ -237,6 +273,7 @@ bool UpstreamQuery::send_stream(int upstream, StreamConnection& connection, bool
     stream_ = &connection;
     stream_upstream_ = upstream;
     stream_tls_ = tls;
+    stream_after_timeouts_ = false;
     sent_any_ = true;
     upstreams_.at(static_cast<size_t>(upstream)).queries.fetch_add(1, std::memory_order_relaxed);
     // A connection still to be made (and a TLS handshake) takes a round trip or two more.
@@ -263,12 +300,46 @@ void UpstreamQuery::start_tcp(int upstream) {
     }
 }
 
+bool UpstreamQuery::start_tcp_after_timeouts() {
+    uint64_t skip = 0;  // servers asked over TCP already, tls:// ones (a stream already)
+    for (size_t i = 0; i < upstreams_.size() && i < 64; ++i) {
+        if (tcp_sent_[i] > 0 || upstreams_.at(i).tls) skip |= uint64_t{1} << i;
+    }
+    // Issue 16 item 11: UDP lost three times in a row is more likely loss on the path than a
+    // dead server (30% loss loses all three tries of one question in 37); TCP retransmits
+    // through it. One TCP query per server: the connection does the retrying.
+    while (true) {
+        const int upstream = upstreams_.choose(skip, loop_.now_ms());
+        if (upstream < 0) return false;
+        skip |= uint64_t{1} << upstream;
+        StreamConnection& tcp =
+            owner_.streams().tcp(upstreams_.shared(static_cast<size_t>(upstream)));
+        if (tcp.backing_off()) continue;  // its connect failed lately: no use waiting on it
+        ++tcp_sent_[upstream];
+        bump(counters_.upstream_tcp_fallbacks);
+        if (send_stream(upstream, tcp, false)) {
+            stream_after_timeouts_ = true;
+            return true;
+        }
+        bump(counters_.upstream_errors);
+    }
+}
+
 void UpstreamQuery::on_stream_answer(dns::Bytes msg, uint32_t rtt_us) {
     StreamConnection* connection = stream_;
     const int upstream = stream_upstream_;
     stream_ = nullptr;
-    if (rtt_us > 0 && stream_tls_) {
+    // A TLS server's RTT, and a server's asked over TCP because UDP got lost (a path that
+    // loses all UDP would otherwise never be measured, and every query would wait as long as
+    // for an unknown server).
+    if (rtt_us > 0 && (stream_tls_ || stream_after_timeouts_)) {
         upstreams_.record_answer(static_cast<size_t>(upstream), rtt_us, loop_.now_ms());
+    }
+    // Its UDP answers came without the cookie it used to send, and over TCP it answers: it
+    // no longer does cookies (a forger could not have made us ask over TCP, since it cannot
+    // stop the real UDP answers).
+    if (stream_after_timeouts_ && cookie_missing_) {
+        owner_.cookies().forget(upstreams_.at(static_cast<size_t>(upstream)).udp_address());
     }
     on_answer(msg, upstream, connection);
 }
@@ -279,10 +350,11 @@ void UpstreamQuery::on_stream_failed() {
     next_attempt();
 }
 
-void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, StreamConnection* stream) {
+void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, StreamConnection* stream,
+                              bool scanned) {
     UpstreamServer& from = upstreams_.at(static_cast<size_t>(upstream));
     from.answers.fetch_add(1, std::memory_order_relaxed);
-    if (!dns::scan_response(msg, tls_scan)) {
+    if (!scanned && !dns::scan_response(msg, tls_scan)) {
         bump(counters_.upstream_errors);
         from.errors.fetch_add(1, std::memory_order_relaxed);
         // A connection that carried a broken message is not trusted with the next one.
@@ -292,6 +364,21 @@ void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, StreamConnection* st
     }
     if (tls_scan.header.has(dns::flag::TC) && stream == nullptr) {
         start_tcp(upstream);
+        return;
+    }
+    if (tls_scan.extended_rcode == kBadCookie && stream == nullptr) {
+        // RFC 7873 §5.3: the server wants its cookie (check_cookie kept the new one): asked
+        // again at once, once, within the three tries. A second BADCOOKIE moves on, in the end
+        // to TCP, which needs no cookie. Never an answer to relay or cache.
+        bump(counters_.upstream_errors);
+        if (!badcookie_retried_ && udp_sent_[upstream] < kMaxTriesPerServer &&
+            attempts_ < kMaxAttempts) {
+            badcookie_retried_ = true;
+            ++attempts_;
+            send_attempt(upstream);
+        } else {
+            next_attempt();
+        }
         return;
     }
     auto prepared = cache::prepare_answer(msg, tls_scan, owner_.options().ttl);

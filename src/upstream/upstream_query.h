@@ -6,7 +6,9 @@
 // goes to the next upstream, but earlier attempts stay open: a slow upstream's late answer
 // still counts. No address gets more than kMaxTriesPerServer queries per transport for one
 // client query (RFC 9520 §3.1): after that it counts as unresponsive for this query and only
-// the others are asked. TC=1 switches to TCP on the worker's connection to that server
+// the others are asked; when every server had its UDP tries, each is asked once over TCP
+// (issue 16 item 11: loss on the path, not a dead server, is the likely cause). TC=1 switches
+// to TCP on the worker's connection to that server
 // (kept open and pipelined, RFC 7766); a tls:// upstream is asked over the worker's TLS
 // connection to it instead of UDP (opportunistic mode: over UDP while that connection cannot
 // be made). The query deadline ends it all.
@@ -23,6 +25,7 @@
 #include "common/counters.h"
 #include "common/event_loop.h"
 #include "dns/wire.h"
+#include "upstream/cookie_jar.h"
 #include "upstream/failure_cache.h"
 #include "upstream/question.h"
 #include "upstream/stream_connection.h"
@@ -74,12 +77,18 @@ class UpstreamQuery final : public StreamConnection::Waiter {
         UdpSocketPool::Socket* socket = nullptr;
         int upstream = -1;
         uint16_t id = 0;
+        ClientCookie cookie;  // what the query carried (RFC 7873): the answer must echo it
         uint64_t sent_at_us = 0;
 
         void on_readable() override { query->on_udp_readable(*this); }
     };
 
     void next_attempt();
+    // The rest of an attempt, once `upstream` is chosen.
+    void send_attempt(int upstream);
+    // What the COOKIE option of `msg` (scanned into tls_scan) says of it.
+    CookieVerdict check_cookie(dns::Bytes msg, const SocketAddress& from,
+                               const UdpAttempt& attempt);
     // Sends attempt `attempt` (a free slot of udp_) to `upstream`; false if it could not.
     bool send_udp(int upstream, UdpAttempt& attempt);
     // Hands the attempt's socket back: reusable when `answered`, closed otherwise.
@@ -88,6 +97,9 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     void close_attempts(int answered_by);
     void on_udp_readable(UdpAttempt& attempt);
     void start_tcp(int upstream);
+    // After every server's UDP tries timed out: asks the next server not yet asked over TCP
+    // (UDP attempts stay open). False when there is none.
+    bool start_tcp_after_timeouts();
     // Sends over `connection` (replacing any stream attempt still open); false if it is full.
     bool send_stream(int upstream, StreamConnection& connection, bool tls);
     // Gives up the stream attempt, if any; a TLS one not answered counts as a timeout.
@@ -95,7 +107,8 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     void arm_timer(uint64_t wait_ms);
     // A message that passed the source, ID and question checks. `stream`: the connection
     // it came on (null for UDP).
-    void on_answer(dns::Bytes msg, int upstream, StreamConnection* stream);
+    // `scanned`: scan_response already filled tls_scan from `msg`.
+    void on_answer(dns::Bytes msg, int upstream, StreamConnection* stream, bool scanned = false);
     // Ends the query; `this` is destroyed when it returns.
     void finish(std::shared_ptr<const cache::PreparedAnswer> answer, int answered_by);
 
@@ -123,7 +136,9 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     // tls:// upstream), and TCP after TC=1.
     uint8_t udp_sent_[64] = {};
     uint8_t tcp_sent_[64] = {};
-    bool sent_any_ = false;  // a query left for some upstream (not only failed sends)
+    bool badcookie_retried_ = false;  // RFC 7873 §5.3: one retry after BADCOOKIE
+    bool cookie_missing_ = false;     // an answer dropped for leaving out an expected cookie
+    bool sent_any_ = false;           // a query left for some upstream (not only failed sends)
     std::shared_ptr<const void> set_owner_;
     std::string_view shared_view_;
     bool cacheable_ = true;
@@ -135,6 +150,7 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     uint16_t stream_id_ = 0;
     int stream_upstream_ = -1;
     bool stream_tls_ = false;
+    bool stream_after_timeouts_ = false;  // a TCP query because every UDP try timed out
 
     // The last error answer (SERVFAIL, REFUSED...), relayed if no upstream does better.
     std::shared_ptr<const cache::PreparedAnswer> fallback_;

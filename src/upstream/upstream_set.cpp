@@ -7,8 +7,9 @@
 namespace nscache::upstream {
 namespace {
 
+// unbound's numbers: 376 ms for a server never measured, RTT_MIN_TIMEOUT 50 ms.
 constexpr uint32_t kUnmeasuredTimeoutMs = 400;
-constexpr uint32_t kMinAttemptTimeoutMs = 100;
+constexpr uint32_t kMinAttemptTimeoutMs = 50;
 constexpr uint32_t kMaxAttemptTimeoutMs = 1000;
 
 }  // namespace
@@ -62,8 +63,9 @@ int UpstreamSet::choose(uint64_t tried, uint64_t now_ms) const {
         const bool down = servers_[i]->down.load(std::memory_order_relaxed);
         const uint64_t updated = servers_[i]->srtt_updated_ms.load(std::memory_order_relaxed);
         const uint64_t idle = now_ms > updated ? now_ms - updated : 0;
-        const uint32_t rtt = servers_[i]->srtt_us.load(std::memory_order_relaxed) >>
-                             std::min<uint64_t>(idle / kRttDecayMs, 31);
+        const uint32_t measured = std::max(servers_[i]->srtt_us.load(std::memory_order_relaxed),
+                                           servers_[i]->penalty_us.load(std::memory_order_relaxed));
+        const uint32_t rtt = measured >> std::min<uint64_t>(idle / kRttDecayMs, 31);
         const bool better =
             best < 0 || (best_down && !down) || (down == best_down && rtt < best_rtt);
         if (better) {
@@ -83,39 +85,57 @@ bool UpstreamSet::all_down() const {
 uint32_t UpstreamSet::attempt_timeout_ms(size_t i) const {
     const uint32_t srtt = servers_[i]->srtt_us.load(std::memory_order_relaxed);
     if (srtt == 0) return kUnmeasuredTimeoutMs;
-    return std::clamp<uint32_t>(srtt * 4 / 1000 + 50, kMinAttemptTimeoutMs, kMaxAttemptTimeoutMs);
+    const uint64_t rto_us =
+        uint64_t{srtt} + 4 * uint64_t{servers_[i]->rttvar_us.load(std::memory_order_relaxed)};
+    return static_cast<uint32_t>(
+        std::clamp<uint64_t>(rto_us / 1000, kMinAttemptTimeoutMs, kMaxAttemptTimeoutMs));
 }
 
 void UpstreamSet::record_answer(size_t i, uint32_t rtt_us, uint64_t now_ms) {
     UpstreamServer& s = *servers_[i];
     s.srtt_updated_ms.store(now_ms, std::memory_order_relaxed);
     s.consecutive_failures.store(0, std::memory_order_relaxed);
+    s.penalty_us.store(0, std::memory_order_relaxed);
     const uint32_t sample = std::max<uint32_t>(rtt_us, 1);
     if (s.down.exchange(false, std::memory_order_relaxed)) {
-        // Back from the dead: its old RTT (inflated by timeouts) says nothing any more.
+        // Back from the dead: its old RTT says nothing any more.
         s.srtt_us.store(sample, std::memory_order_relaxed);
+        s.rttvar_us.store(sample / 2, std::memory_order_relaxed);
         const uint64_t since = s.down_since_ms.load(std::memory_order_relaxed);
         log_info("upstream %s is up: it answers again after %llu s marked down",
                  s.address.to_string().c_str(),
                  static_cast<unsigned long long>(now_ms > since ? (now_ms - since) / 1000 : 0));
         return;
     }
+    // RFC 6298 §2: the first sample sets SRTT and RTTVAR = R/2; later ones smooth them with
+    // weights 1/8 and 1/4. (Workers update these without a lock: a lost update costs one
+    // sample.)
     const uint32_t old = s.srtt_us.load(std::memory_order_relaxed);
-    // Exponential smoothing with weight 1/8, as TCP's SRTT (RFC 6298).
-    const uint32_t next = old == 0 ? sample : old - old / 8 + sample / 8;
-    s.srtt_us.store(std::max<uint32_t>(next, 1), std::memory_order_relaxed);
+    if (old == 0) {
+        s.srtt_us.store(sample, std::memory_order_relaxed);
+        s.rttvar_us.store(sample / 2, std::memory_order_relaxed);
+        return;
+    }
+    const uint32_t var = s.rttvar_us.load(std::memory_order_relaxed);
+    const uint32_t deviation = old > sample ? old - sample : sample - old;
+    s.rttvar_us.store(var - var / 4 + deviation / 4, std::memory_order_relaxed);
+    s.srtt_us.store(std::max<uint32_t>(old - old / 8 + sample / 8, 1), std::memory_order_relaxed);
 }
 
 void UpstreamSet::record_timeout(size_t i, uint64_t now_ms) {
     UpstreamServer& s = *servers_[i];
     s.srtt_updated_ms.store(now_ms, std::memory_order_relaxed);
     s.timeouts.fetch_add(1, std::memory_order_relaxed);
-    // A timeout counts as a slow answer: the smoothed RTT doubles (at least to the wait that
-    // expired), so the next query prefers another upstream before this one is marked down.
-    const uint32_t old = s.srtt_us.load(std::memory_order_relaxed);
+    // A timeout counts as a slow answer for the choice of server: the penalty doubles (at
+    // least to the wait that expired, and to twice the RTT), so the next query prefers
+    // another upstream before this one is marked down. The RTT itself, which sets the waits,
+    // is left to answers (issue 16 item 11: a loss inflating it made every later retry slow).
+    const uint32_t old = std::max(s.penalty_us.load(std::memory_order_relaxed),
+                                  s.srtt_us.load(std::memory_order_relaxed));
     const uint32_t floor = attempt_timeout_ms(i) * 1000;
-    s.srtt_us.store(std::min<uint32_t>(std::max(old * 2, floor), kMaxAttemptTimeoutMs * 1000 * 2),
-                    std::memory_order_relaxed);
+    s.penalty_us.store(
+        std::min<uint32_t>(std::max(old * 2, floor), kMaxAttemptTimeoutMs * 1000 * 2),
+        std::memory_order_relaxed);
     const uint32_t failures = s.consecutive_failures.fetch_add(1, std::memory_order_relaxed) + 1;
     if (failures >= kDownAfterFailures && !s.down.exchange(true, std::memory_order_relaxed)) {
         s.down_since_ms.store(now_ms, std::memory_order_relaxed);

@@ -34,8 +34,13 @@ struct UpstreamServer {
     const SocketAddress cleartext;
     const SocketAddress& udp_address() const { return cleartext; }
 
+    // RFC 6298's estimators, from answers only: what the attempt waits are made of.
     std::atomic<uint32_t> srtt_us{0};  // 0: not measured yet
+    std::atomic<uint32_t> rttvar_us{0};
     std::atomic<uint64_t> srtt_updated_ms{0};
+    // What timeouts since the last answer say (it doubles with each, 0 after an answer):
+    // weighs on the choice of server only, so one lost packet does not stretch every wait.
+    std::atomic<uint32_t> penalty_us{0};
     std::atomic<uint32_t> consecutive_failures{0};
     std::atomic<bool> down{false};
     std::atomic<uint64_t> down_since_ms{0};  // for the log line when it answers again
@@ -77,8 +82,10 @@ class UpstreamSet {
     int choose(uint64_t tried, uint64_t now_ms) const;
     bool all_down() const;
 
-    // How long to wait for this upstream before trying the next: a few smoothed RTTs, within
-    // bounds, so a slow but working server is not abandoned and a dead one is left fast.
+    // How long to wait for this upstream before trying the next: RFC 6298's RTO (SRTT + 4
+    // RTTVAR) within bounds, as unbound's: a floor of 50 ms, so a lost packet on a fast path is
+    // sent again soon, and a ceiling, so a dead one is left fast. The query doubles it with
+    // each retry.
     uint32_t attempt_timeout_ms(size_t i) const;
 
     void record_answer(size_t i, uint32_t rtt_us, uint64_t now_ms);

@@ -12,10 +12,19 @@ behaviour through attributes (they may be changed while it runs):
                 server keeps reading meanwhile)
     delays      {"name.": ms}: a delay for one name only (overrides delay_ms)
     forge       list of forgeries sent to the querier's address before the real answer
-                (UDP only): "wrong_id", "wrong_question", "wrong_qtype", "wrong_source"
+                (UDP only): "wrong_id", "wrong_question", "wrong_qtype", "wrong_source",
+                "wrong_cookie" (all right but the client cookie), "no_cookie" (all right but
+                no COOKIE option)
     forge_only  when True, send only the forgeries, never the real answer
     forge_gap_ms  how long after the forgeries the real answer follows
     ede         in "servfail" mode, an Extended DNS Error code (RFC 8914) to add
+    udp_drop_first  drop (after recording) the first N UDP queries of each question
+    cookies     over UDP, answer a query's DNS COOKIE (RFC 7873) with its client cookie and
+                a server cookie made of it (RFC 9018 layout, a hash under `cookie_secret`)
+    cookie_require  with `cookies`: a query without a valid server cookie gets BADCOOKIE
+                (rcode 23) and a fresh server cookie
+    udp_loss    drop (after recording) each UDP query with this probability, drawn from
+                `rng` (seeded: a test's losses are the same on every run)
 
 Every query is recorded in `queries` (dicts with transport, name, rdtype, id, source).
 Names are looked up case-insensitively in `records`; a name the table lacks gets NXDOMAIN
@@ -23,6 +32,9 @@ and a name without the asked type NODATA, both with the SOA of the zone `fake.te
 (TTL 600, MINIMUM 60 unless the test changes `soa_ttl` / `soa_minimum`).
 """
 
+import hashlib
+import os
+import random
 import socket
 import struct
 import threading
@@ -94,6 +106,14 @@ class FakeUpstream:
         self.forge_only = False
         self.forge_gap_ms = 100
         self.ede = None  # an EDE INFO-CODE (RFC 8914) added to SERVFAIL answers, if set
+        self.udp_drop_first = 0
+        self.cookies = False
+        self.cookie_require = False
+        self.cookie_secret = os.urandom(16)
+        self.cookie_time = int(time.time())
+        self.udp_loss = 0.0
+        self.rng = random.Random(16)
+        self._udp_seen = {}  # (name, rdtype) -> UDP queries received
         self.soa_ttl = 600
         self.soa_minimum = 60
         self.queries = []
@@ -234,10 +254,43 @@ class FakeUpstream:
         resp.flags |= dns.flags.AA | dns.flags.TC
         return resp.to_wire()
 
+    @staticmethod
+    def cookie_of(msg):
+        """The data of a message's COOKIE option (code 10), or None."""
+        for o in msg.options:
+            if o.otype == 10:
+                return o.to_wire() if not hasattr(o, "data") else o.data
+        return None
+
+    def server_cookie(self, client):
+        # RFC 9018 §4.2's layout: version 1, three reserved bytes, a timestamp, a hash.
+        head = bytes([1, 0, 0, 0]) + struct.pack("!I", self.cookie_time)
+        return head + hashlib.sha256(self.cookie_secret + client + head).digest()[:8]
+
+    def _cookie_reply(self, query):
+        """(COOKIE option data for the answer or None, whether to answer BADCOOKIE)."""
+        data = self.cookie_of(query) if self.cookies else None
+        if data is None or len(data) < 8:
+            return None, False
+        client = bytes(data[:8])
+        fresh = self.server_cookie(client)
+        return client + fresh, self.cookie_require and bytes(data[8:]) != fresh
+
     def _udp_wire(self, query):
+        cookie, bad = self._cookie_reply(query)
+        if bad:
+            resp = dns.message.make_response(query, our_payload=1232)
+            resp.use_edns(0, payload=1232, options=[dns.edns.GenericOption(10, cookie)])
+            resp.set_rcode(dns.rcode.BADCOOKIE)
+            return resp.to_wire()
         if self.mode == "tc":
             return self._truncated(query)
         resp = self._response(query)
+        if cookie is not None:
+            rcode = resp.rcode()
+            resp.use_edns(0, payload=1232,
+                          options=list(resp.options) + [dns.edns.GenericOption(10, cookie)])
+            resp.set_rcode(rcode)
         try:
             return resp.to_wire(max_size=self._udp_limit(query))
         except dns.exception.TooBig:
@@ -269,6 +322,15 @@ class FakeUpstream:
                 f = dns.message.make_response(fq, our_payload=1232)
                 f.answer.append(dns.rrset.from_text(q.name, 300, "IN", "A", FORGED_A))
                 yield self.udp, f.to_wire()
+            elif kind in ("wrong_cookie", "no_cookie"):
+                f = dns.message.make_response(query, our_payload=1232)
+                f.answer.append(dns.rrset.from_text(q.name, 300, "IN", "A", FORGED_A))
+                data = self.cookie_of(query)
+                if kind == "wrong_cookie" and data is not None and len(data) >= 8:
+                    wrong = bytes(b ^ 0x5A for b in data[:8])
+                    f.use_edns(0, payload=1232,
+                               options=[dns.edns.GenericOption(10, wrong + self.server_cookie(wrong))])
+                yield self.udp, f.to_wire()
             elif kind == "wrong_source":
                 f = dns.message.make_response(query, our_payload=1232)
                 f.answer.append(dns.rrset.from_text(q.name, 300, "IN", "A", FORGED_A))
@@ -296,6 +358,7 @@ class FakeUpstream:
                 "source": src,
                 "edns": query.edns,
                 "payload": query.payload,
+                "cookie": self.cookie_of(query),
                 "time": time.monotonic(),
             })
 
@@ -325,7 +388,7 @@ class FakeUpstream:
             self.errors.append(f"udp parse: {e!r}")
             return
         self._record("udp", query, addr)
-        if self.mode == "drop":
+        if self.mode == "drop" or self._udp_lost(query):
             return
         delay = self._delay_for(query) / 1000.0
         forgeries = list(self._forgeries(query)) if (self.forge and query.question) else []
@@ -343,6 +406,17 @@ class FakeUpstream:
                     self._send_udp(self.udp, real, addr)
 
         self._later(delay, send_all)
+
+    def _udp_lost(self, query):
+        """Whether the loss settings drop this UDP query (as lost on the way here)."""
+        key = (query.question[0].name.to_text().lower(), query.question[0].rdtype) \
+            if query.question else None
+        with self.lock:
+            seen = self._udp_seen.get(key, 0)
+            self._udp_seen[key] = seen + 1
+            if seen < self.udp_drop_first:
+                return True
+            return self.udp_loss > 0 and self.rng.random() < self.udp_loss
 
     def _udp_loop(self):
         while not self._stop.is_set():

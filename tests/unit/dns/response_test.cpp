@@ -32,6 +32,24 @@ TEST(WriteUpstreamQuery, IsAQueryWeCanParse) {
     EXPECT_EQ(n, 12u + 18 + 4 + 11);
 }
 
+// RFC 7873 §4: the COOKIE option (10) inside the OPT record, its RDLENGTH counting it.
+TEST(WriteUpstreamQuery, CarriesACookieOption) {
+    Fixture f;
+    std::array<uint8_t, kMaxUpstreamQuery> out{};
+    std::array<uint8_t, kMaxCookieOptionData> cookie{};
+    for (size_t i = 0; i < cookie.size(); ++i) cookie[i] = static_cast<uint8_t>(i + 1);
+    const size_t plain = 12u + 18 + 4 + 11;
+    const size_t n = write_upstream_query(f.question(), 9, 1232, out, Bytes(cookie.data(), 24));
+    ASSERT_EQ(n, plain + 4 + 24);
+    EXPECT_EQ(read_u16(&out[plain - 2]), 4 + 24);
+    EXPECT_EQ(read_u16(&out[plain]), 10);
+    EXPECT_EQ(read_u16(&out[plain + 2]), 24);
+    EXPECT_EQ(std::memcmp(&out[plain + 4], cookie.data(), 24), 0);
+    EXPECT_EQ(parse_query(Bytes(out.data(), n)).verdict, QueryVerdict::Ok);
+    // The longest cookie fits the buffer.
+    EXPECT_EQ(write_upstream_query(f.question(), 9, 1232, out, cookie), plain + 4 + 40);
+}
+
 TEST(PadUpstreamQuery, PadsToA128OctetBlockInsideTheOptRecord) {
     Fixture f;
     std::array<uint8_t, kMaxPaddedUpstreamQuery> out{};

@@ -130,5 +130,48 @@ TEST(UpstreamQuery, AQuestionNoServerAnswersIsAFailureOfItsSet) {
     EXPECT_EQ(h.upstreams.at(0).answers.load(), 0u);
 }
 
+// Issue 16 item 11: with every UDP query of a question lost on the way (30% loss loses all
+// three tries of one question in 37), the query used to wait out its whole query-timeout and
+// answer SERVFAIL. After the three UDP tries RFC 9520 §3.1 allows per server, the next
+// transport is asked: TCP, whose own retransmission gets through loss.
+TEST(UpstreamQuery, AfterThreeLostUdpTriesTheServerIsAskedOverTcp) {
+    ResolverHarness h;
+    // One answer first: the server's RTT is known, as it is for a daemon that has run a while.
+    ASSERT_TRUE(h.resolver.resolve(ResolverHarness::question("warm.example.test"), 1));
+    std::optional<testing::ManualUpstream::Received> warm;
+    ASSERT_TRUE(h.run_until([&] { return (warm = h.fake().take_udp()).has_value(); }));
+    h.fake().reply_udp(*warm, answer_to(warm->msg, 0, 1, a_record(300, 4)));
+    ASSERT_TRUE(h.run_until([&] { return !h.sink.deliveries.empty(); }));
+    h.sink.deliveries.clear();
+
+    ASSERT_TRUE(h.resolver.resolve(ResolverHarness::question("lossy.example.test"), 2));
+    int udp_seen = 0;
+    int conn = -1;
+    ASSERT_TRUE(h.run_until([&] {
+        while (h.fake().take_udp()) ++udp_seen;  // every datagram lost
+        return (conn = h.fake().accept_tcp()) >= 0;
+    }));
+    std::vector<uint8_t> framed(2 + 512);
+    size_t have = 0;
+    ASSERT_TRUE(h.run_until([&] {
+        const ssize_t n = recv(conn, framed.data() + have, framed.size() - have, MSG_DONTWAIT);
+        if (n > 0) have += static_cast<size_t>(n);
+        return have >= 2 && have >= 2u + dns::read_u16(framed.data());
+    }));
+    std::vector<uint8_t> tcp_query(framed.begin() + 2,
+                                   framed.begin() + 2 + dns::read_u16(framed.data()));
+    auto answer = answer_to(tcp_query, 0, 1, a_record(300, 5));
+    std::vector<uint8_t> out(2);
+    dns::write_u16(out.data(), static_cast<uint16_t>(answer.size()));
+    out.insert(out.end(), answer.begin(), answer.end());
+    ASSERT_EQ(send(conn, out.data(), out.size(), MSG_NOSIGNAL), static_cast<ssize_t>(out.size()));
+    ASSERT_TRUE(h.run_until([&] { return !h.sink.deliveries.empty(); }));
+    ASSERT_TRUE(h.sink.deliveries[0].outcome.answer);
+    EXPECT_EQ(h.sink.deliveries[0].outcome.answer->ancount, 1);
+    while (h.fake().take_udp()) ++udp_seen;
+    EXPECT_EQ(udp_seen, UpstreamQuery::kMaxTriesPerServer);  // the RFC 9520 cap, not one less
+    close(conn);
+}
+
 }  // namespace
 }  // namespace nscache::upstream

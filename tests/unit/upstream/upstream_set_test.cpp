@@ -67,9 +67,25 @@ TEST(UpstreamSet, AttemptTimeoutFollowsRtt) {
     auto set = three();
     EXPECT_EQ(set.attempt_timeout_ms(0), 400u);  // unmeasured
     set.record_answer(0, 100, 0);                // 0.1 ms: the floor
-    EXPECT_EQ(set.attempt_timeout_ms(0), 100u);
+    EXPECT_EQ(set.attempt_timeout_ms(0), 50u);
     set.record_answer(1, 2'000'000, 0);  // 2 s: the ceiling
     EXPECT_EQ(set.attempt_timeout_ms(1), 1000u);
+    set.record_answer(2, 40'000, 0);  // RFC 6298: SRTT + 4 RTTVAR, RTTVAR half the first sample
+    EXPECT_EQ(set.attempt_timeout_ms(2), 120u);
+}
+
+// Issue 16 item 11: a lost packet doubled the smoothed RTT (to at least the wait), and
+// answers brought it down by an eighth each, so after one loss every retry of the next
+// dozens of queries waited 400 ms instead of 50; with the wait doubling per retry, the third
+// try of a query came after more than a second. A timeout now weighs on the choice of
+// server until the next answer, never on the RTT that sets the waits.
+TEST(UpstreamSet, AnAnswerAfterALossBringsTheWaitBackToTheRtt) {
+    auto set = three();
+    for (int i = 0; i < 4; ++i) set.record_answer(0, 1000, 0);
+    set.record_timeout(0, 0);
+    set.record_answer(0, 1000, 0);
+    EXPECT_EQ(set.attempt_timeout_ms(0), 50u);
+    EXPECT_LE(set.at(0).srtt_us.load(), 1000u);
 }
 
 }  // namespace
