@@ -201,6 +201,27 @@ bool MapWriter::publish(RequestType type, std::span<const uint8_t> key,
     const size_t recsize = response.size();
     const size_t total = round_up(sizeof(DataHead) + recsize + key.size(), kBlockAlign);
     if (total + sizeof(HashEntry) > current_->data_size() / 4) return false;
+    std::string k = index_key(type, key);
+    const uint64_t expires_ms = now_ms + uint64_t{ttl_s} * 1000;
+    auto it = index_.find(k);
+    if (it != index_.end()) {
+        Entry& e = it->second;
+        const auto* old = reinterpret_cast<const DataHead*>(current_->data() + e.data_ref);
+        if (static_cast<size_t>(old->recsize) == recsize &&
+            std::memcmp(old + 1, response.data(), recsize) == 0) {
+            // Unchanged: clients need nothing new. (They never read a record's timeout: the
+            // writer retires it.)
+            if (expires_ms > e.expires_ms) {
+                auto node = due_.extract(Due{e.expires_ms, e.serial});
+                e.expires_ms = expires_ms;
+                if (node) {
+                    node.key() = Due{e.expires_ms, e.serial};
+                    due_.insert(std::move(node));
+                }
+            }
+            return true;
+        }
+    }
     std::vector<uint8_t> block(total, 0);
     DataHead dh{};
     dh.allocsize = static_cast<int32_t>(total);
@@ -223,38 +244,39 @@ bool MapWriter::publish(RequestType type, std::span<const uint8_t> key,
             placed = place(*current_, type, key, block);
             if (!placed) return false;
         }
+        it = index_.find(k);  // the rotation rebuilt the index
     }
-    std::string k = index_key(type, key);
-    placed->expires_ms = now_ms + uint64_t{ttl_s} * 1000;
+    placed->expires_ms = expires_ms;
     placed->serial = next_serial_++;
-    auto it = index_.find(k);
     if (it != index_.end()) {
         unlink(*current_, it->second);  // after the new one is in place: never a gap
+        due_.erase(Due{it->second.expires_ms, it->second.serial});
         it->second = *placed;
     } else {
         it = index_.emplace(k, *placed).first;
     }
-    due_.push(Due{placed->expires_ms, placed->serial, std::move(k)});
+    due_.emplace(Due{placed->expires_ms, placed->serial}, std::move(k));
     return true;
 }
 
 uint64_t MapWriter::expire(uint64_t now_ms) {
-    while (!due_.empty() && due_.top().expires_ms <= now_ms) {
-        const Due& d = due_.top();
-        auto it = index_.find(d.key);
-        if (it != index_.end() && it->second.serial == d.serial) {
+    while (!due_.empty() && due_.begin()->first.first <= now_ms) {
+        auto d = due_.begin();
+        auto it = index_.find(d->second);
+        if (it != index_.end() && it->second.serial == d->first.second) {
             unlink(*current_, it->second);
             index_.erase(it);
         }
-        due_.pop();
+        due_.erase(d);
     }
-    return due_.empty() ? 0 : due_.top().expires_ms;
+    return due_.empty() ? 0 : due_.begin()->first.first;
 }
 
 void MapWriter::remove(RequestType type, std::span<const uint8_t> key) {
     auto it = index_.find(index_key(type, key));
     if (it == index_.end()) return;
     unlink(*current_, it->second);
+    due_.erase(Due{it->second.expires_ms, it->second.serial});
     index_.erase(it);
 }
 
@@ -268,14 +290,21 @@ bool MapWriter::rotate(uint64_t now_s, bool keep_records) {
     std::unique_ptr<MapFile> next = new_map(now_s, error);
     if (!next) return false;
     std::unordered_map<std::string, Entry> kept;
+    bool full = false;
     if (keep_records) {
         for (const auto& [k, e] : index_) {
             const auto type = static_cast<RequestType>(static_cast<uint8_t>(k[0]));
             const std::span<const uint8_t> key(reinterpret_cast<const uint8_t*>(k.data()) + 1,
                                                k.size() - 1);
-            auto placed = place(*next, type, key,
-                                std::span<const uint8_t>(current_->data() + e.data_ref, e.bytes));
-            if (!placed) break;
+            auto placed =
+                full ? std::nullopt
+                     : place(*next, type, key,
+                             std::span<const uint8_t>(current_->data() + e.data_ref, e.bytes));
+            if (!placed) {  // dropped: so is its place in the expiry queue
+                full = true;
+                due_.erase(Due{e.expires_ms, e.serial});
+                continue;
+            }
             placed->expires_ms = e.expires_ms;
             placed->serial = e.serial;
             kept.emplace(k, *placed);
@@ -289,7 +318,7 @@ bool MapWriter::rotate(uint64_t now_s, bool keep_records) {
     old->retire();
     if (options_.certainly_running) retired_.emplace_back(guard_generation_, std::move(old));
     index_ = std::move(kept);
-    if (index_.empty()) due_ = {};
+    if (!keep_records) due_.clear();
     ++rotations_;
     return true;
 }

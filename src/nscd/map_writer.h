@@ -19,9 +19,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
-#include <queue>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -80,8 +80,10 @@ class MapWriter {
     const MapFile* current() const { return current_.get(); }
 
     // Publishes `response` (a reply as sent on the socket) for (type, key) until now_ms +
-    // ttl_s (CLOCK_MONOTONIC ms). Replaces an earlier record of the key. False when it
-    // does not fit even in an empty map.
+    // ttl_s (CLOCK_MONOTONIC ms). Replaces an earlier record of the key; the same response
+    // again only moves its expiry (never earlier) and writes nothing: any local user can ask
+    // the socket for a cached name as often as they like. False when it does not fit even in
+    // an empty map.
     bool publish(RequestType type, std::span<const uint8_t> key, std::span<const uint8_t> response,
                  uint32_t ttl_s, uint64_t now_ms, uint64_t now_s);
     // Retires every record whose time is up; returns when the next one is due (or 0: none).
@@ -99,6 +101,8 @@ class MapWriter {
 
     size_t entries() const { return index_.size(); }
     uint64_t rotations() const { return rotations_; }
+    // Entries in the expiry queue.
+    size_t pending_expiries() const { return due_.size(); }
     // When the record of (type, key) expires, or 0 when none is published.
     uint64_t expiry_of(RequestType type, std::span<const uint8_t> key) const;
 
@@ -111,12 +115,8 @@ class MapWriter {
         uint64_t expires_ms = 0;
         uint64_t serial = 0;  // which publication: a rotation keeps it, a replacement not
     };
-    struct Due {
-        uint64_t expires_ms;
-        uint64_t serial;
-        std::string key;
-        bool operator>(const Due& o) const { return expires_ms > o.expires_ms; }
-    };
+    // An expiry-queue position: (expires_ms, serial), unique per live record.
+    using Due = std::pair<uint64_t, uint64_t>;
 
     static std::string index_key(RequestType type, std::span<const uint8_t> key);
     // Writes a record block copy and its hash entry into `map`, linked first in its bucket.
@@ -142,7 +142,9 @@ class MapWriter {
     uint32_t nl_stamp_ = 1;
     uint64_t rotations_ = 0;
     std::unordered_map<std::string, Entry> index_;
-    std::priority_queue<Due, std::vector<Due>, std::greater<>> due_;
+    // One entry per record of index_, erased with it (a replaced record leaves nothing
+    // behind): a client asking again and again cannot grow it.
+    std::map<Due, std::string> due_;
 };
 
 }  // namespace nscache::nscd

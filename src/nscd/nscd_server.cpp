@@ -365,7 +365,15 @@ void NscdServer::schedule_refresh(const Request& r, const hostdb::HostAnswer& an
     const uint32_t left = r.refreshes_left - 1;
     const uint64_t flushes = flushes_;
     std::string name = answer.answered_name;
-    loop_.add_timer(expires - lead, [this, type, key, left, expires, flushes, name]() mutable {
+    // One timer per key, replaced: every request on the socket comes here, and a timer per
+    // request would hold its memory until the record's TTL runs out (audit item 3).
+    std::string timer_key(1, static_cast<char>(type));
+    timer_key.append(key.begin(), key.end());
+    auto [slot, added] = refresh_timers_.try_emplace(timer_key, EventLoop::kNoTimer);
+    if (!added) loop_.cancel_timer(slot->second);
+    slot->second = loop_.add_timer(expires - lead, [this, type, key, left, expires, flushes, name,
+                                                    timer_key = std::move(timer_key)]() mutable {
+        refresh_timers_.erase(timer_key);
         // Only while that very record is still the one published.
         if (flushes != flushes_ || map_.expiry_of(type, key) != expires) return;
         if (type != GETHOSTBYADDR && type != GETHOSTBYADDRv6 && name.empty()) return;

@@ -108,6 +108,8 @@ class NscdServer final : public hostdb::HostSink, public RequestHandler {
     std::unique_ptr<Listener> listener_;  // from start()
     RequestConnections connections_;
     SlotTable<Request> requests_;
+    // The prefetch timer of each (type, key) published: at most one each.
+    std::unordered_map<std::string, EventLoop::TimerHandle> refresh_timers_;
     EventLoop::TimerHandle expiry_timer_ = EventLoop::kNoTimer;
     uint64_t expiry_due_ms_ = 0;
     uint64_t flushes_ = 0;

@@ -92,8 +92,10 @@ TEST(MapWriter, AFullMapRotatesToANewOneAndTellsClientsTheOldIsStale) {
     const MapFile* first = w.current();
     Reader old_reader(*first);
     ASSERT_TRUE(w.publish(GETAI, bytes("keep"), bytes("K"), 600, 0, 1000));
+    std::string churn;
     for (int i = 0; i < 200 && w.rotations() == 0; ++i) {
-        ASSERT_TRUE(w.publish(GETAI, bytes("churn"), bytes(std::string(100, 'x')), 600, 0, 1000));
+        churn = std::string(100, i % 2 == 0 ? 'x' : 'y');  // a changed answer: a new record
+        ASSERT_TRUE(w.publish(GETAI, bytes("churn"), bytes(churn), 600, 0, 1000));
     }
     ASSERT_EQ(w.rotations(), 1u);
     EXPECT_EQ(old_reader.head()->timestamp, 0u);     // clients ask for the new map
@@ -101,7 +103,7 @@ TEST(MapWriter, AFullMapRotatesToANewOneAndTellsClientsTheOldIsStale) {
     Reader r(*w.current());
     EXPECT_NE(r.head()->timestamp, 0u);
     EXPECT_EQ(r.find(GETAI, "keep"), "K");
-    EXPECT_EQ(r.find(GETAI, "churn"), std::string(100, 'x'));
+    EXPECT_EQ(r.find(GETAI, "churn"), churn);
 }
 
 TEST(MapWriter, CertainlyRunningOnlyWhileTheWriterHasTheMap) {
@@ -150,6 +152,46 @@ TEST(MapWriter, ShutdownMakesClientsDropTheMap) {
     EXPECT_EQ(r.head()->extra_data[0], 77u);
     w.shutdown();
     EXPECT_EQ(r.head()->timestamp, 0u);
+}
+
+// Audit item 3: a client asking the socket again and again for one cached name made every
+// answer a new record (map space, an expiry-queue entry) until the TTL ran out.
+TEST(MapWriter, RepublishingAnUnchangedRecordCostsNothing) {
+    MapWriter w(MapOptions{.module = 7, .data_size = 64 * 1024});
+    ASSERT_FALSE(w.open(1000));
+    Reader r(*w.current());
+    ASSERT_TRUE(w.publish(GETAI, bytes("a"), bytes("A"), 86400, 10'000, 1000));
+    const int32_t used = r.head()->first_free;
+    for (int i = 1; i <= 10'000; ++i) {
+        // A cache hit: the same answer, its TTL counted down.
+        ASSERT_TRUE(w.publish(GETAI, bytes("a"), bytes("A"), 86400 - i / 1000, 10'000 + i, 1000));
+    }
+    EXPECT_EQ(r.head()->first_free, used);
+    EXPECT_EQ(w.pending_expiries(), 1u);
+    EXPECT_EQ(w.rotations(), 0u);
+    EXPECT_EQ(r.find(GETAI, "a"), "A");
+    // A fresher TTL (a refresh) moves the expiry in place; a changed answer replaces the record.
+    ASSERT_TRUE(w.publish(GETAI, bytes("a"), bytes("A"), 86400, 50'000, 1040));
+    EXPECT_EQ(w.expiry_of(GETAI, bytes("a")), 50'000u + 86'400'000u);
+    EXPECT_EQ(r.head()->first_free, used);
+    ASSERT_TRUE(w.publish(GETAI, bytes("a"), bytes("B"), 60, 50'000, 1040));
+    EXPECT_EQ(r.find(GETAI, "a"), "B");
+    EXPECT_EQ(w.pending_expiries(), 1u);
+    EXPECT_EQ(w.expire(50'000 + 60'000), 0u);
+    EXPECT_EQ(r.find(GETAI, "a"), "");
+    EXPECT_EQ(w.pending_expiries(), 0u);
+}
+
+// Replaced records leave no expiry-queue entries behind.
+TEST(MapWriter, ReplacedRecordsLeaveNothingQueued) {
+    MapWriter w(MapOptions{.module = 7, .data_size = 1u << 20});
+    ASSERT_FALSE(w.open(1000));
+    for (int i = 0; i < 1000; ++i) {
+        const std::string answer = "answer-" + std::to_string(i);
+        ASSERT_TRUE(w.publish(GETAI, bytes("a"), bytes(answer), 86400, 10'000 + i, 1000));
+    }
+    EXPECT_EQ(w.entries(), 1u);
+    EXPECT_EQ(w.pending_expiries(), 1u);
 }
 
 }  // namespace
