@@ -136,6 +136,7 @@ void RequestConnection::shut() {
     fd_ = -1;
     if (pass_fd_ >= 0) close(pass_fd_);
     pass_fd_ = -1;
+    owner_.handler_.on_close(*this);
     owner_.release(this);
 }
 

@@ -34,6 +34,9 @@ class RequestHandler {
     virtual size_t request_size(std::span<const uint8_t> in) const = 0;
     // The whole request; answer with connection.send(), now or later (find it by its id).
     virtual void on_request(RequestConnection& connection, std::span<const uint8_t> request) = 0;
+    // The connection is closing (answered, timed out, or its client hung up): work still
+    // queued for it can be dropped.
+    virtual void on_close(RequestConnection& /*connection*/) {}
 
   protected:
     ~RequestHandler() = default;

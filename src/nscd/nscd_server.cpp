@@ -237,7 +237,10 @@ void NscdServer::on_request(RequestConnection& connection, std::span<const uint8
             return;
         }
         bump(counters_.nscd_other_requests);
-        if (!others_.submit(connection.id(), type, std::move(key))) connection.send({});
+        if (!others_.submit(connection.id(), connection.peer_uid(), type, std::move(key),
+                            loop_.now_ms() + kConnectionTimeoutMs)) {
+            connection.send({});
+        }
         return;
     }
     if (type == INVALIDATE) {
@@ -255,6 +258,12 @@ void NscdServer::on_request(RequestConnection& connection, std::span<const uint8
     // SHUTDOWN, GETSTAT, GETFD of other databases (no map: the client then uses the socket
     // for them), unknown types: closed without a reply, as nscd does.
     connection.send({});
+}
+
+void NscdServer::on_close(RequestConnection& connection) {
+    // A client that hung up (or timed out) before its passwd or group lookup ran: a flood of
+    // such requests runs no lookups.
+    if (options_.proxy_other_databases) others_.cancel(connection.id(), connection.peer_uid());
 }
 
 void NscdServer::start_host_lookup(RequestConnection* connection, RequestType type,

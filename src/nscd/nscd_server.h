@@ -69,6 +69,7 @@ class NscdServer final : public hostdb::HostSink, public RequestHandler {
     // RequestHandler: glibc's nscd requests (nscd/protocol.h).
     size_t request_size(std::span<const uint8_t> in) const override;
     void on_request(RequestConnection& connection, std::span<const uint8_t> request) override;
+    void on_close(RequestConnection& connection) override;
 
   private:
     static constexpr uint64_t kNoConnection = ~uint64_t{0};
