@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -99,9 +100,17 @@ void MapFile::retire() {
     store_release(head()->timestamp, uint64_t{0});
 }
 
-std::unique_ptr<MapFile> MapWriter::new_map(uint64_t now_s, std::string& error) {
+uint32_t MapWriter::size_for(size_t bytes) const {
+    constexpr size_t kStep = 64 * 1024;
+    const size_t most = options_.data_size;
+    const size_t least = std::min<size_t>(options_.min_data_size, most);
+    return static_cast<uint32_t>(std::clamp(round_up(2 * bytes, kStep), least, most));
+}
+
+std::unique_ptr<MapFile> MapWriter::new_map(uint64_t now_s, uint32_t data_size,
+                                            std::string& error) {
     auto map = std::make_unique<MapFile>();
-    if (auto e = map->create(options_.module, options_.data_size, nl_stamp_, now_s)) {
+    if (auto e = map->create(options_.module, data_size, nl_stamp_, now_s)) {
         error = *e;
         return nullptr;
     }
@@ -130,7 +139,7 @@ void MapWriter::unguard() {
 
 std::optional<std::string> MapWriter::open(uint64_t now_s) {
     std::string error;
-    current_ = new_map(now_s, error);
+    current_ = new_map(now_s, size_for(0), error);
     if (!current_) return error;
     guard(*current_);
     return std::nullopt;
@@ -200,7 +209,7 @@ bool MapWriter::publish(RequestType type, std::span<const uint8_t> key,
     if (!current_ || ttl_s == 0 || key.empty() || key.size() > kMaxKeyLen) return false;
     const size_t recsize = response.size();
     const size_t total = round_up(sizeof(DataHead) + recsize + key.size(), kBlockAlign);
-    if (total + sizeof(HashEntry) > current_->data_size() / 4) return false;
+    if (total + sizeof(HashEntry) > options_.data_size / 4) return false;
     std::string k = index_key(type, key);
     const uint64_t expires_ms = now_ms + uint64_t{ttl_s} * 1000;
     auto it = index_.find(k);
@@ -236,11 +245,17 @@ bool MapWriter::publish(RequestType type, std::span<const uint8_t> key,
 
     std::optional<Entry> placed = place(*current_, type, key, block);
     if (!placed) {
-        if (!rotate(now_s, true)) return false;
+        if (last_full_rotation_ms_ &&
+            now_ms < *last_full_rotation_ms_ + options_.min_rotation_interval_ms) {
+            ++deferred_rotations_;  // the earlier record, if any, stays
+            return false;
+        }
+        last_full_rotation_ms_ = now_ms;
+        if (!rotate(now_s, true, size_for(live_bytes_ + total + sizeof(HashEntry)))) return false;
         placed = place(*current_, type, key, block);
         if (!placed) {
             // Even the live records fill the map: start again from nothing.
-            if (!rotate(now_s, false)) return false;
+            if (!rotate(now_s, false, options_.data_size)) return false;
             placed = place(*current_, type, key, block);
             if (!placed) return false;
         }
@@ -248,9 +263,11 @@ bool MapWriter::publish(RequestType type, std::span<const uint8_t> key,
     }
     placed->expires_ms = expires_ms;
     placed->serial = next_serial_++;
+    live_bytes_ += placed->bytes + sizeof(HashEntry);
     if (it != index_.end()) {
         unlink(*current_, it->second);  // after the new one is in place: never a gap
         due_.erase(Due{it->second.expires_ms, it->second.serial});
+        live_bytes_ -= it->second.bytes + sizeof(HashEntry);
         it->second = *placed;
     } else {
         it = index_.emplace(k, *placed).first;
@@ -265,6 +282,7 @@ uint64_t MapWriter::expire(uint64_t now_ms) {
         auto it = index_.find(d->second);
         if (it != index_.end() && it->second.serial == d->first.second) {
             unlink(*current_, it->second);
+            live_bytes_ -= it->second.bytes + sizeof(HashEntry);
             index_.erase(it);
         }
         due_.erase(d);
@@ -277,6 +295,7 @@ void MapWriter::remove(RequestType type, std::span<const uint8_t> key) {
     if (it == index_.end()) return;
     unlink(*current_, it->second);
     due_.erase(Due{it->second.expires_ms, it->second.serial});
+    live_bytes_ -= it->second.bytes + sizeof(HashEntry);
     index_.erase(it);
 }
 
@@ -285,12 +304,13 @@ uint64_t MapWriter::expiry_of(RequestType type, std::span<const uint8_t> key) co
     return it == index_.end() ? 0 : it->second.expires_ms;
 }
 
-bool MapWriter::rotate(uint64_t now_s, bool keep_records) {
+bool MapWriter::rotate(uint64_t now_s, bool keep_records, uint32_t data_size) {
     std::string error;
-    std::unique_ptr<MapFile> next = new_map(now_s, error);
+    std::unique_ptr<MapFile> next = new_map(now_s, data_size, error);
     if (!next) return false;
     std::unordered_map<std::string, Entry> kept;
     bool full = false;
+    size_t kept_bytes = 0;
     if (keep_records) {
         for (const auto& [k, e] : index_) {
             const auto type = static_cast<RequestType>(static_cast<uint8_t>(k[0]));
@@ -307,6 +327,7 @@ bool MapWriter::rotate(uint64_t now_s, bool keep_records) {
             }
             placed->expires_ms = e.expires_ms;
             placed->serial = e.serial;
+            kept_bytes += placed->bytes + sizeof(HashEntry);
             kept.emplace(k, *placed);
         }
     }
@@ -318,13 +339,14 @@ bool MapWriter::rotate(uint64_t now_s, bool keep_records) {
     old->retire();
     if (options_.certainly_running) retired_.emplace_back(guard_generation_, std::move(old));
     index_ = std::move(kept);
+    live_bytes_ = kept_bytes;
     if (!keep_records) due_.clear();
     ++rotations_;
     return true;
 }
 
 void MapWriter::flush(uint64_t now_s) {
-    rotate(now_s, false);
+    rotate(now_s, false, size_for(0));
 }
 
 void MapWriter::heartbeat(uint64_t now_s) {

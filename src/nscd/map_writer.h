@@ -62,10 +62,18 @@ class MapFile {
 };
 
 struct MapOptions {
-    uint32_t module = 32749;         // buckets (a prime)
-    uint32_t data_size = 32u << 20;  // bytes; the memfd is sparse, pages come as used
+    uint32_t module = 32749;  // buckets (a prime)
+    // The largest data area (nscd-map-size); the memfd is sparse, pages come as used. A new
+    // map is sized to twice what it starts with, at least min_data_size (audit item 8: a
+    // client that keeps a retired map's descriptor keeps its pages).
+    uint32_t data_size = 32u << 20;
     // Keep nscd_certainly_running set while the process lives (running_guard.h).
     bool certainly_running = true;
+    uint32_t min_data_size = 1u << 20;
+    // A full map is rotated at most this often; meanwhile new records are not published (the
+    // socket answers them). Replaced records fill a map, and any local user can have answers
+    // replaced: unlimited, that is one new map (and one more a client may pin) per fill.
+    uint64_t min_rotation_interval_ms = 2000;
 };
 
 class MapWriter {
@@ -101,6 +109,8 @@ class MapWriter {
 
     size_t entries() const { return index_.size(); }
     uint64_t rotations() const { return rotations_; }
+    // Publications refused because the map was full and rotated too recently.
+    uint64_t deferred_rotations() const { return deferred_rotations_; }
     // Entries in the expiry queue.
     size_t pending_expiries() const { return due_.size(); }
     // When the record of (type, key) expires, or 0 when none is published.
@@ -124,8 +134,10 @@ class MapWriter {
                                std::span<const uint8_t> block);
     void unlink(MapFile& map, const Entry& entry);
     // A new map holding the live records; false if even that failed.
-    bool rotate(uint64_t now_s, bool keep_records);
-    std::unique_ptr<MapFile> new_map(uint64_t now_s, std::string& error);
+    bool rotate(uint64_t now_s, bool keep_records, uint32_t data_size);
+    std::unique_ptr<MapFile> new_map(uint64_t now_s, uint32_t data_size, std::string& error);
+    // The data area for a map that starts holding `bytes`.
+    uint32_t size_for(size_t bytes) const;
     // Has the running guard point at `map`'s flag; once it does, the map's timestamp is set
     // long past, so that only the flag keeps the map trusted.
     void guard(MapFile& map);
@@ -141,6 +153,9 @@ class MapWriter {
     uint64_t next_serial_ = 1;
     uint32_t nl_stamp_ = 1;
     uint64_t rotations_ = 0;
+    uint64_t deferred_rotations_ = 0;
+    std::optional<uint64_t> last_full_rotation_ms_;
+    size_t live_bytes_ = 0;  // of the records in index_, with their hash entries
     std::unordered_map<std::string, Entry> index_;
     // One entry per record of index_, erased with it (a replaced record leaves nothing
     // behind): a client asking again and again cannot grow it.

@@ -174,8 +174,14 @@ void NscdServer::flush_map() {
 }
 
 void NscdServer::count_rotations() {
-    for (; rotations_seen_ < map_.rotations(); ++rotations_seen_)
-        bump(counters_.nscd_map_rotations);
+    if (map_.rotations() != rotations_seen_) {
+        bump(counters_.nscd_map_rotations, map_.rotations() - rotations_seen_);
+        rotations_seen_ = map_.rotations();
+    }
+    if (map_.deferred_rotations() != deferred_seen_) {
+        bump(counters_.nscd_map_deferred, map_.deferred_rotations() - deferred_seen_);
+        deferred_seen_ = map_.deferred_rotations();
+    }
 }
 
 size_t NscdServer::request_size(std::span<const uint8_t> in) const {

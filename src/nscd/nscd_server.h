@@ -93,7 +93,7 @@ class NscdServer final : public hostdb::HostSink, public RequestHandler {
     void schedule_refresh(const Request& r, const hostdb::HostAnswer& answer);
     void flush_map();
     void on_wake();
-    // Counts the map's rotations since the last call.
+    // Counts the map's rotations (and those it deferred) since the last call.
     void count_rotations();
 
     WorkerCounters& counters_;
@@ -115,6 +115,7 @@ class NscdServer final : public hostdb::HostSink, public RequestHandler {
     uint64_t expiry_due_ms_ = 0;
     uint64_t flushes_ = 0;
     uint64_t rotations_seen_ = 0;
+    uint64_t deferred_seen_ = 0;
     std::atomic<bool> flush_requested_{false};
     std::thread thread_;
 };

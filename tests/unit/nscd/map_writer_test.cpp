@@ -194,5 +194,48 @@ TEST(MapWriter, ReplacedRecordsLeaveNothingQueued) {
     EXPECT_EQ(w.pending_expiries(), 1u);
 }
 
+// Audit item 8: every rotation made a map of the configured size (32 MiB), which a client that
+// keeps the old descriptor pins; a new map is now sized to what it holds.
+TEST(MapWriter, AMapIsSizedToWhatItHolds) {
+    MapWriter w(MapOptions{.module = 7, .data_size = 32u << 20});
+    ASSERT_FALSE(w.open(1000));
+    EXPECT_LE(w.current()->data_size(), 1u << 20);
+    uint64_t now_ms = 0;
+    for (int i = 0; i < 100'000 && w.rotations() < 3; ++i) {
+        now_ms += 10'000;  // no rotation is held back in this test
+        const std::string k = "name-" + std::to_string(i);
+        ASSERT_TRUE(w.publish(GETAI, bytes(k), bytes(std::string(200, 'a')), 86400, now_ms, 1000));
+    }
+    ASSERT_EQ(w.rotations(), 3u);  // it grew as it filled, keeping every record
+    const uint32_t size = w.current()->data_size();
+    EXPECT_LT(size, 32u << 20);
+    EXPECT_GE(size, w.entries() * 200);
+    Reader r(*w.current());
+    EXPECT_EQ(r.find(GETAI, "name-0"), std::string(200, 'a'));
+    w.flush(1001);
+    EXPECT_LE(w.current()->data_size(), 1u << 20);
+}
+
+// Replacing a record again and again (a client's answers that keep changing) fills the map;
+// it is rotated at most once per min_rotation_interval_ms, its records served meanwhile.
+TEST(MapWriter, ChurnRotatesTheMapAtMostOncePerInterval) {
+    MapWriter w(MapOptions{.module = 7, .data_size = 64 * 1024});
+    ASSERT_FALSE(w.open(1000));
+    ASSERT_TRUE(w.publish(GETAI, bytes("keep"), bytes("K"), 600, 0, 1000));
+    for (int i = 0; i < 10'000; ++i) {
+        w.publish(GETAI, bytes("churn"), bytes(std::string(100, 'a' + i % 2)), 600, 5000, 1000);
+    }
+    EXPECT_LE(w.rotations(), 1u);
+    EXPECT_GT(w.deferred_rotations(), 0u);
+    Reader r(*w.current());
+    EXPECT_EQ(r.find(GETAI, "keep"), "K");
+    EXPECT_NE(r.find(GETAI, "churn"), "");
+    const uint64_t before = w.rotations();
+    for (int i = 0; i < 10'000 && w.rotations() == before; ++i) {
+        w.publish(GETAI, bytes("churn"), bytes(std::string(100, 'a' + i % 2)), 600, 60'000, 1000);
+    }
+    EXPECT_EQ(w.rotations(), before + 1);  // once the interval has passed
+}
+
 }  // namespace
 }  // namespace nscache::nscd
