@@ -26,7 +26,7 @@ void store_release(T& target, T value) {
 // time()`, so the stamp written is backdated by 300 - kStaleAfter.
 constexpr uint64_t kStaleAfterS = 5;
 constexpr uint64_t kLongPast = 1;
-// How long a rotation waits for the guard threads to point at the new map.
+// How long open() waits for the guard threads to point at the first map.
 constexpr int kGuardWaitMs = 100;
 
 // Where the running guard points while no map should be touched.
@@ -117,22 +117,29 @@ std::unique_ptr<MapFile> MapWriter::new_map(uint64_t now_s, uint32_t data_size,
     return map;
 }
 
+FlagGuard& MapWriter::running_guard() const {
+    return options_.guard != nullptr ? *options_.guard : RunningGuard::instance();
+}
+
 MapWriter::~MapWriter() {
     unguard();
 }
 
-void MapWriter::guard(MapFile& map) {
+void MapWriter::guard(MapFile& map, bool wait) {
     if (!options_.certainly_running) return;
-    RunningGuard& g = RunningGuard::instance();
+    FlagGuard& g = running_guard();
     guard_generation_ = g.guard(&map.head()->nscd_certainly_running);
-    if (g.wait_acked(guard_generation_, kGuardWaitMs)) {
+    // A rotation runs on the thread that answers every client: it never waits. Until the
+    // guard threads point at the new map (microseconds, as a rule) its timestamp keeps it
+    // fresh for kStaleAfterS, and the heartbeat sets it long past once they do.
+    if ((wait && g.wait_acked(guard_generation_, kGuardWaitMs)) || g.acked() >= guard_generation_) {
         store_release(map.head()->timestamp, kLongPast);
     }
 }
 
 void MapWriter::unguard() {
     if (!options_.certainly_running || guard_generation_ == 0) return;
-    RunningGuard& g = RunningGuard::instance();
+    FlagGuard& g = running_guard();
     guard_generation_ = g.guard(&g_unguarded_flag);
     g.wait_acked(guard_generation_, 2000);
 }
@@ -141,7 +148,7 @@ std::optional<std::string> MapWriter::open(uint64_t now_s) {
     std::string error;
     current_ = new_map(now_s, size_for(0), error);
     if (!current_) return error;
-    guard(*current_);
+    guard(*current_, true);  // at start, before any client
     return std::nullopt;
 }
 
@@ -335,7 +342,7 @@ bool MapWriter::rotate(uint64_t now_s, bool keep_records, uint32_t data_size) {
     // (after the guard left it: nothing sets its flag again).
     std::unique_ptr<MapFile> old = std::move(current_);
     current_ = std::move(next);
-    guard(*current_);
+    guard(*current_, false);
     old->retire();
     if (options_.certainly_running) retired_.emplace_back(guard_generation_, std::move(old));
     index_ = std::move(kept);
@@ -350,7 +357,7 @@ void MapWriter::flush(uint64_t now_s) {
 }
 
 void MapWriter::heartbeat(uint64_t now_s) {
-    const uint64_t acked = options_.certainly_running ? RunningGuard::instance().acked() : 0;
+    const uint64_t acked = options_.certainly_running ? running_guard().acked() : 0;
     if (current_) {
         const bool certain = options_.certainly_running && acked >= guard_generation_;
         store_release(current_->head()->timestamp,

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "nscd/protocol.h"
+#include "nscd/running_guard.h"
 
 namespace nscache::nscd {
 
@@ -74,6 +75,8 @@ struct MapOptions {
     // socket answers them). Replaced records fill a map, and any local user can have answers
     // replaced: unlimited, that is one new map (and one more a client may pin) per fill.
     uint64_t min_rotation_interval_ms = 2000;
+    // The guard of nscd_certainly_running; null: RunningGuard::instance().
+    FlagGuard* guard = nullptr;
 };
 
 class MapWriter {
@@ -139,10 +142,11 @@ class MapWriter {
     // The data area for a map that starts holding `bytes`.
     uint32_t size_for(size_t bytes) const;
     // Has the running guard point at `map`'s flag; once it does, the map's timestamp is set
-    // long past, so that only the flag keeps the map trusted.
-    void guard(MapFile& map);
+    // long past, so that only the flag keeps the map trusted. Waits for it only if `wait`.
+    void guard(MapFile& map, bool wait);
     // Points the running guard away from every map (before they are unmapped).
     void unguard();
+    FlagGuard& running_guard() const;
 
     MapOptions options_;
     std::unique_ptr<MapFile> current_;

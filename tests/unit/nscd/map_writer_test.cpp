@@ -1,6 +1,7 @@
 #include "nscd/map_writer.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -119,6 +120,12 @@ TEST(MapWriter, CertainlyRunningOnlyWhileTheWriterHasTheMap) {
     Reader second(*w.current());
     EXPECT_EQ(first.head()->nscd_certainly_running, 0);
     EXPECT_EQ(first.head()->timestamp, 0u);
+    // The rotation does not wait for the guard threads (ARotationNeverWaitsForTheGuard).
+    for (int i = 0;
+         i < 2000 && __atomic_load_n(&second.head()->nscd_certainly_running, __ATOMIC_ACQUIRE) == 0;
+         ++i) {
+        usleep(1000);
+    }
     EXPECT_EQ(second.head()->nscd_certainly_running, 1);
     w.shutdown();
     EXPECT_EQ(second.head()->nscd_certainly_running, 0);
@@ -235,6 +242,57 @@ TEST(MapWriter, ChurnRotatesTheMapAtMostOncePerInterval) {
         w.publish(GETAI, bytes("churn"), bytes(std::string(100, 'a' + i % 2)), 600, 60'000, 1000);
     }
     EXPECT_EQ(w.rotations(), before + 1);  // once the interval has passed
+}
+
+// A guard that acks only when the test says, and adds up how long it was asked to wait.
+struct FakeGuard final : FlagGuard {
+    uint64_t generation = 0;
+    uint64_t acked_generation = 0;
+    int32_t* flag = nullptr;
+    int waited_ms = 0;
+    uint64_t guard(int32_t* f) override {
+        flag = f;
+        return ++generation;
+    }
+    uint64_t acked() const override { return acked_generation; }
+    bool wait_acked(uint64_t g, int timeout_ms) override {
+        if (acked_generation < g) waited_ms += timeout_ms;  // what a real guard could spin
+        return acked_generation >= g;
+    }
+    void ack() {
+        if (flag != nullptr) *flag = 1;
+        acked_generation = generation;
+    }
+};
+
+// Audit item 9: a rotation waited (up to 100 ms) on the thread that answers every nscd client
+// for the guard threads to point at the new map.
+TEST(MapWriter, ARotationNeverWaitsForTheGuard) {
+    FakeGuard guard;
+    MapWriter w(MapOptions{.module = 7, .data_size = 4096, .guard = &guard});
+    ASSERT_FALSE(w.open(1000));
+    guard.ack();
+    w.heartbeat(1000);
+    guard.waited_ms = 0;
+    const MapFile* first = w.current();
+    Reader old_reader(*first);
+    w.flush(1001);                                        // as INVALIDATE does, on the nscd thread
+    for (int i = 0; i < 200 && w.rotations() < 2; ++i) {  // and as a full map does
+        const std::string answer(100, 'a' + i % 2);
+        w.publish(GETAI, bytes("churn"), bytes(answer), 600, uint64_t(i) * 10'000, 1001);
+    }
+    ASSERT_EQ(w.rotations(), 2u);
+    EXPECT_EQ(guard.waited_ms, 0);
+    // Until the guard points at the new map, its timestamp keeps it fresh for a few seconds
+    // (clients check it while the flag is 0), and the old map stays mapped here.
+    Reader r(*w.current());
+    EXPECT_EQ(r.head()->nscd_certainly_running, 0);
+    EXPECT_GE(r.head()->timestamp + kMappingTimeout, 1001u);
+    EXPECT_EQ(old_reader.head()->timestamp, 0u);
+    guard.ack();
+    w.heartbeat(1002);
+    EXPECT_EQ(r.head()->nscd_certainly_running, 1);
+    EXPECT_LT(r.head()->timestamp + kMappingTimeout, 1000u);
 }
 
 }  // namespace
