@@ -366,6 +366,13 @@ void MapWriter::heartbeat(uint64_t now_s) {
     std::erase_if(retired_, [acked](const auto& r) { return r.first <= acked; });
 }
 
+bool MapWriter::settle() {
+    if (!options_.certainly_running || !current_) return true;
+    if (running_guard().acked() < guard_generation_) return false;
+    store_release(current_->head()->timestamp, kLongPast);
+    return true;
+}
+
 void MapWriter::set_netlink_stamp(uint32_t stamp) {
     nl_stamp_ = stamp;
     if (current_) store_release(current_->head()->extra_data[0], stamp);

@@ -106,6 +106,10 @@ class MapWriter {
     // The staleness stamp clients check while the map is not certainly running (called once a
     // second); also lets go of maps no guard points at anymore.
     void heartbeat(uint64_t now_s);
+    // After a rotation: once the guard points at the new map, sets its timestamp long past (a
+    // killed daemon's map is then dropped at once, not kStaleAfterS later). False while the
+    // guard does not point there yet: call again soon. Never waits.
+    bool settle();
     void set_netlink_stamp(uint32_t stamp);
     // On stop: clients drop the map at once and use NSS.
     void shutdown();

@@ -177,11 +177,23 @@ void NscdServer::count_rotations() {
     if (map_.rotations() != rotations_seen_) {
         bump(counters_.nscd_map_rotations, map_.rotations() - rotations_seen_);
         rotations_seen_ = map_.rotations();
+        settle_map(1);
     }
     if (map_.deferred_rotations() != deferred_seen_) {
         bump(counters_.nscd_map_deferred, map_.deferred_rotations() - deferred_seen_);
         deferred_seen_ = map_.deferred_rotations();
     }
+}
+
+void NscdServer::settle_map(uint64_t retry_ms) {
+    if (settle_timer_ != EventLoop::kNoTimer || map_.settle()) return;
+    // The guard threads point at a new map within microseconds as a rule: look again soon,
+    // backing off, rather than wait on this thread.
+    settle_timer_ = loop_.add_timer(loop_.now_ms() + retry_ms, [this, retry_ms] {
+        settle_timer_ = EventLoop::kNoTimer;
+        loop_.refresh_now();
+        settle_map(std::min<uint64_t>(retry_ms * 2, kHeartbeatMs));
+    });
 }
 
 size_t NscdServer::request_size(std::span<const uint8_t> in) const {

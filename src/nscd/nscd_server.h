@@ -93,6 +93,9 @@ class NscdServer final : public hostdb::HostSink, public RequestHandler {
     void schedule_refresh(const Request& r, const hostdb::HostAnswer& answer);
     void flush_map();
     void on_wake();
+    // Sets a new map's timestamp long past once the guard points at it, retrying after
+    // `retry_ms` (doubling) until it does.
+    void settle_map(uint64_t retry_ms);
     // Counts the map's rotations (and those it deferred) since the last call.
     void count_rotations();
 
@@ -112,6 +115,7 @@ class NscdServer final : public hostdb::HostSink, public RequestHandler {
     // The prefetch timer of each (type, key) published: at most one each.
     std::unordered_map<std::string, EventLoop::TimerHandle> refresh_timers_;
     EventLoop::TimerHandle expiry_timer_ = EventLoop::kNoTimer;
+    EventLoop::TimerHandle settle_timer_ = EventLoop::kNoTimer;
     uint64_t expiry_due_ms_ = 0;
     uint64_t flushes_ = 0;
     uint64_t rotations_seen_ = 0;
