@@ -57,6 +57,7 @@ namespace nscache {
     X(nscd_requests, "host lookups on the nscd socket (misses of the nscd map)")                   \
     X(nscd_other_requests, "passwd, group, services lookups proxied on the nscd socket")           \
     X(nscd_map_rotations, "nscd maps replaced by a new one (full, flushed, or /etc/hosts edited)") \
+    X(nscd_map_deferred, "nscd answers not put in the full map: it had rotated under 2 s before")  \
     X(shared_lookups, "cache misses looked up in the shared tier (Redis)")                         \
     X(shared_hits, "misses answered from the shared tier, with no upstream query")                 \
     X(shared_misses, "shared-tier lookups that found nothing usable (absent or expired)")          \

@@ -4,20 +4,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 namespace nscache {
 
-RequestConnection::RequestConnection(RequestConnections& owner, int fd, uint64_t id)
-    : owner_(owner), fd_(fd), id_(id) {
-    ucred cred{};
-    socklen_t len = sizeof cred;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
-        peer_pid_ = cred.pid;
-        peer_uid_ = cred.uid;
-    }
-}
+RequestConnection::RequestConnection(RequestConnections& owner, int fd, uint64_t id, pid_t peer_pid,
+                                     uid_t peer_uid)
+    : owner_(owner), fd_(fd), id_(id), peer_pid_(peer_pid), peer_uid_(peer_uid) {}
 
 RequestConnection::~RequestConnection() {
     owner_.loop_.cancel_timer(timer_);
@@ -141,26 +136,47 @@ void RequestConnection::shut() {
     fd_ = -1;
     if (pass_fd_ >= 0) close(pass_fd_);
     pass_fd_ = -1;
+    owner_.handler_.on_close(*this);
     owner_.release(this);
 }
 
 RequestConnections::RequestConnections(EventLoop& loop, RequestHandler& handler,
-                                       size_t max_connections, uint64_t timeout_ms)
-    : loop_(loop), handler_(handler), timeout_ms_(timeout_ms), open_(max_connections) {}
+                                       size_t max_connections, uint64_t timeout_ms,
+                                       size_t max_per_user)
+    : loop_(loop),
+      handler_(handler),
+      timeout_ms_(timeout_ms),
+      max_per_user_(max_per_user != 0 ? max_per_user : std::max<size_t>(1, max_connections / 8)),
+      open_(max_connections) {}
 
 RequestConnections::~RequestConnections() {
     clear();
 }
 
 void RequestConnections::adopt(int fd) {
+    ucred cred{};
+    cred.pid = -1;
+    cred.uid = static_cast<uid_t>(-1);  // unknown: one share for all such
+    socklen_t len = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+        cred.pid = -1;
+        cred.uid = static_cast<uid_t>(-1);
+    }
+    size_t& mine = per_user_[cred.uid];
     uint64_t id;
-    std::unique_ptr<RequestConnection>* slot = open_.add(id);
-    if (slot == nullptr) {  // max_connections open: the client falls back (NSS, or no nscd)
+    std::unique_ptr<RequestConnection>* slot = mine < max_per_user_ ? open_.add(id) : nullptr;
+    if (slot == nullptr) {  // full, or this user's share is: the client falls back (NSS, no nscd)
+        if (mine == 0) per_user_.erase(cred.uid);
         close(fd);
         return;
     }
-    *slot = std::make_unique<RequestConnection>(*this, fd, id);
-    if (!(*slot)->start()) open_.remove(id);  // the destructor closes fd
+    *slot = std::make_unique<RequestConnection>(*this, fd, id, cred.pid, cred.uid);
+    if (!(*slot)->start()) {
+        open_.remove(id);  // the destructor closes fd
+        if (mine == 0) per_user_.erase(cred.uid);
+        return;
+    }
+    ++mine;
 }
 
 RequestConnection* RequestConnections::find(uint64_t id) {
@@ -171,6 +187,8 @@ RequestConnection* RequestConnections::find(uint64_t id) {
 void RequestConnections::release(RequestConnection* connection) {
     std::unique_ptr<RequestConnection>* slot = open_.find(connection->id());
     if (slot == nullptr) return;
+    auto user = per_user_.find(connection->peer_uid());
+    if (user != per_user_.end() && --user->second == 0) per_user_.erase(user);
     graveyard_.push_back(std::move(*slot));
     open_.remove(connection->id());
     if (graveyard_.size() == 1) loop_.add_timer(0, [this] { graveyard_.clear(); });
@@ -178,6 +196,7 @@ void RequestConnections::release(RequestConnection* connection) {
 
 void RequestConnections::clear() {
     open_.clear();
+    per_user_.clear();
     graveyard_.clear();
 }
 

@@ -2,6 +2,8 @@
 // reads one request, waits for its answer, writes it (a descriptor may ride along as
 // SCM_RIGHTS) and closes. A client that has not been answered within the deadline is closed,
 // and so is one that sends more than one request or one its handler calls invalid.
+// The sockets are 0666 (every local user resolves names): one user (SO_PEERCRED uid) holds at
+// most a share of the connections, so that idle clients of one cannot lock out the others.
 // Only the thread that runs `loop` may use them.
 #pragma once
 
@@ -12,6 +14,7 @@
 #include <limits>
 #include <memory>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "common/event_loop.h"
@@ -31,6 +34,9 @@ class RequestHandler {
     virtual size_t request_size(std::span<const uint8_t> in) const = 0;
     // The whole request; answer with connection.send(), now or later (find it by its id).
     virtual void on_request(RequestConnection& connection, std::span<const uint8_t> request) = 0;
+    // The connection is closing (answered, timed out, or its client hung up): work still
+    // queued for it can be dropped.
+    virtual void on_close(RequestConnection& /*connection*/) {}
 
   protected:
     ~RequestHandler() = default;
@@ -40,7 +46,8 @@ class RequestConnections;
 
 class RequestConnection final : public EventHandler {
   public:
-    RequestConnection(RequestConnections& owner, int fd, uint64_t id);
+    RequestConnection(RequestConnections& owner, int fd, uint64_t id, pid_t peer_pid,
+                      uid_t peer_uid);
     ~RequestConnection();
     RequestConnection(const RequestConnection&) = delete;
     RequestConnection& operator=(const RequestConnection&) = delete;
@@ -80,11 +87,13 @@ class RequestConnection final : public EventHandler {
 
 class RequestConnections {
   public:
+    // A user's share: an eighth of the total unless `max_per_user` says otherwise.
     RequestConnections(EventLoop& loop, RequestHandler& handler, size_t max_connections,
-                       uint64_t timeout_ms);
+                       uint64_t timeout_ms, size_t max_per_user = 0);
     ~RequestConnections();
 
-    // Takes an accepted socket; closes it at once when max_connections are open.
+    // Takes an accepted socket; closes it at once when max_connections are open, or the
+    // share of its user (SO_PEERCRED) is.
     void adopt(int fd);
     // The connection `id`, or null when it is gone (closed, timed out).
     RequestConnection* find(uint64_t id);
@@ -98,7 +107,9 @@ class RequestConnections {
     EventLoop& loop_;
     RequestHandler& handler_;
     const uint64_t timeout_ms_;
+    const size_t max_per_user_;
     SlotTable<std::unique_ptr<RequestConnection>> open_;
+    std::unordered_map<uid_t, size_t> per_user_;  // open connections by peer uid
     std::vector<std::unique_ptr<RequestConnection>> graveyard_;
 };
 

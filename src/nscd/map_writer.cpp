@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -25,7 +26,7 @@ void store_release(T& target, T value) {
 // time()`, so the stamp written is backdated by 300 - kStaleAfter.
 constexpr uint64_t kStaleAfterS = 5;
 constexpr uint64_t kLongPast = 1;
-// How long a rotation waits for the guard threads to point at the new map.
+// How long open() waits for the guard threads to point at the first map.
 constexpr int kGuardWaitMs = 100;
 
 // Where the running guard points while no map should be touched.
@@ -99,40 +100,55 @@ void MapFile::retire() {
     store_release(head()->timestamp, uint64_t{0});
 }
 
-std::unique_ptr<MapFile> MapWriter::new_map(uint64_t now_s, std::string& error) {
+uint32_t MapWriter::size_for(size_t bytes) const {
+    constexpr size_t kStep = 64 * 1024;
+    const size_t most = options_.data_size;
+    const size_t least = std::min<size_t>(options_.min_data_size, most);
+    return static_cast<uint32_t>(std::clamp(round_up(2 * bytes, kStep), least, most));
+}
+
+std::unique_ptr<MapFile> MapWriter::new_map(uint64_t now_s, uint32_t data_size,
+                                            std::string& error) {
     auto map = std::make_unique<MapFile>();
-    if (auto e = map->create(options_.module, options_.data_size, nl_stamp_, now_s)) {
+    if (auto e = map->create(options_.module, data_size, nl_stamp_, now_s)) {
         error = *e;
         return nullptr;
     }
     return map;
 }
 
+FlagGuard& MapWriter::running_guard() const {
+    return options_.guard != nullptr ? *options_.guard : RunningGuard::instance();
+}
+
 MapWriter::~MapWriter() {
     unguard();
 }
 
-void MapWriter::guard(MapFile& map) {
+void MapWriter::guard(MapFile& map, bool wait) {
     if (!options_.certainly_running) return;
-    RunningGuard& g = RunningGuard::instance();
+    FlagGuard& g = running_guard();
     guard_generation_ = g.guard(&map.head()->nscd_certainly_running);
-    if (g.wait_acked(guard_generation_, kGuardWaitMs)) {
+    // A rotation runs on the thread that answers every client: it never waits. Until the
+    // guard threads point at the new map (microseconds, as a rule) its timestamp keeps it
+    // fresh for kStaleAfterS, and the heartbeat sets it long past once they do.
+    if ((wait && g.wait_acked(guard_generation_, kGuardWaitMs)) || g.acked() >= guard_generation_) {
         store_release(map.head()->timestamp, kLongPast);
     }
 }
 
 void MapWriter::unguard() {
     if (!options_.certainly_running || guard_generation_ == 0) return;
-    RunningGuard& g = RunningGuard::instance();
+    FlagGuard& g = running_guard();
     guard_generation_ = g.guard(&g_unguarded_flag);
     g.wait_acked(guard_generation_, 2000);
 }
 
 std::optional<std::string> MapWriter::open(uint64_t now_s) {
     std::string error;
-    current_ = new_map(now_s, error);
+    current_ = new_map(now_s, size_for(0), error);
     if (!current_) return error;
-    guard(*current_);
+    guard(*current_, true);  // at start, before any client
     return std::nullopt;
 }
 
@@ -200,7 +216,28 @@ bool MapWriter::publish(RequestType type, std::span<const uint8_t> key,
     if (!current_ || ttl_s == 0 || key.empty() || key.size() > kMaxKeyLen) return false;
     const size_t recsize = response.size();
     const size_t total = round_up(sizeof(DataHead) + recsize + key.size(), kBlockAlign);
-    if (total + sizeof(HashEntry) > current_->data_size() / 4) return false;
+    if (total + sizeof(HashEntry) > options_.data_size / 4) return false;
+    std::string k = index_key(type, key);
+    const uint64_t expires_ms = now_ms + uint64_t{ttl_s} * 1000;
+    auto it = index_.find(k);
+    if (it != index_.end()) {
+        Entry& e = it->second;
+        const auto* old = reinterpret_cast<const DataHead*>(current_->data() + e.data_ref);
+        if (static_cast<size_t>(old->recsize) == recsize &&
+            std::memcmp(old + 1, response.data(), recsize) == 0) {
+            // Unchanged: clients need nothing new. (They never read a record's timeout: the
+            // writer retires it.)
+            if (expires_ms > e.expires_ms) {
+                auto node = due_.extract(Due{e.expires_ms, e.serial});
+                e.expires_ms = expires_ms;
+                if (node) {
+                    node.key() = Due{e.expires_ms, e.serial};
+                    due_.insert(std::move(node));
+                }
+            }
+            return true;
+        }
+    }
     std::vector<uint8_t> block(total, 0);
     DataHead dh{};
     dh.allocsize = static_cast<int32_t>(total);
@@ -215,46 +252,57 @@ bool MapWriter::publish(RequestType type, std::span<const uint8_t> key,
 
     std::optional<Entry> placed = place(*current_, type, key, block);
     if (!placed) {
-        if (!rotate(now_s, true)) return false;
+        if (last_full_rotation_ms_ &&
+            now_ms < *last_full_rotation_ms_ + options_.min_rotation_interval_ms) {
+            ++deferred_rotations_;  // the earlier record, if any, stays
+            return false;
+        }
+        last_full_rotation_ms_ = now_ms;
+        if (!rotate(now_s, true, size_for(live_bytes_ + total + sizeof(HashEntry)))) return false;
         placed = place(*current_, type, key, block);
         if (!placed) {
             // Even the live records fill the map: start again from nothing.
-            if (!rotate(now_s, false)) return false;
+            if (!rotate(now_s, false, options_.data_size)) return false;
             placed = place(*current_, type, key, block);
             if (!placed) return false;
         }
+        it = index_.find(k);  // the rotation rebuilt the index
     }
-    std::string k = index_key(type, key);
-    placed->expires_ms = now_ms + uint64_t{ttl_s} * 1000;
+    placed->expires_ms = expires_ms;
     placed->serial = next_serial_++;
-    auto it = index_.find(k);
+    live_bytes_ += placed->bytes + sizeof(HashEntry);
     if (it != index_.end()) {
         unlink(*current_, it->second);  // after the new one is in place: never a gap
+        due_.erase(Due{it->second.expires_ms, it->second.serial});
+        live_bytes_ -= it->second.bytes + sizeof(HashEntry);
         it->second = *placed;
     } else {
         it = index_.emplace(k, *placed).first;
     }
-    due_.push(Due{placed->expires_ms, placed->serial, std::move(k)});
+    due_.emplace(Due{placed->expires_ms, placed->serial}, std::move(k));
     return true;
 }
 
 uint64_t MapWriter::expire(uint64_t now_ms) {
-    while (!due_.empty() && due_.top().expires_ms <= now_ms) {
-        const Due& d = due_.top();
-        auto it = index_.find(d.key);
-        if (it != index_.end() && it->second.serial == d.serial) {
+    while (!due_.empty() && due_.begin()->first.first <= now_ms) {
+        auto d = due_.begin();
+        auto it = index_.find(d->second);
+        if (it != index_.end() && it->second.serial == d->first.second) {
             unlink(*current_, it->second);
+            live_bytes_ -= it->second.bytes + sizeof(HashEntry);
             index_.erase(it);
         }
-        due_.pop();
+        due_.erase(d);
     }
-    return due_.empty() ? 0 : due_.top().expires_ms;
+    return due_.empty() ? 0 : due_.begin()->first.first;
 }
 
 void MapWriter::remove(RequestType type, std::span<const uint8_t> key) {
     auto it = index_.find(index_key(type, key));
     if (it == index_.end()) return;
     unlink(*current_, it->second);
+    due_.erase(Due{it->second.expires_ms, it->second.serial});
+    live_bytes_ -= it->second.bytes + sizeof(HashEntry);
     index_.erase(it);
 }
 
@@ -263,21 +311,30 @@ uint64_t MapWriter::expiry_of(RequestType type, std::span<const uint8_t> key) co
     return it == index_.end() ? 0 : it->second.expires_ms;
 }
 
-bool MapWriter::rotate(uint64_t now_s, bool keep_records) {
+bool MapWriter::rotate(uint64_t now_s, bool keep_records, uint32_t data_size) {
     std::string error;
-    std::unique_ptr<MapFile> next = new_map(now_s, error);
+    std::unique_ptr<MapFile> next = new_map(now_s, data_size, error);
     if (!next) return false;
     std::unordered_map<std::string, Entry> kept;
+    bool full = false;
+    size_t kept_bytes = 0;
     if (keep_records) {
         for (const auto& [k, e] : index_) {
             const auto type = static_cast<RequestType>(static_cast<uint8_t>(k[0]));
             const std::span<const uint8_t> key(reinterpret_cast<const uint8_t*>(k.data()) + 1,
                                                k.size() - 1);
-            auto placed = place(*next, type, key,
-                                std::span<const uint8_t>(current_->data() + e.data_ref, e.bytes));
-            if (!placed) break;
+            auto placed =
+                full ? std::nullopt
+                     : place(*next, type, key,
+                             std::span<const uint8_t>(current_->data() + e.data_ref, e.bytes));
+            if (!placed) {  // dropped: so is its place in the expiry queue
+                full = true;
+                due_.erase(Due{e.expires_ms, e.serial});
+                continue;
+            }
             placed->expires_ms = e.expires_ms;
             placed->serial = e.serial;
+            kept_bytes += placed->bytes + sizeof(HashEntry);
             kept.emplace(k, *placed);
         }
     }
@@ -285,27 +342,35 @@ bool MapWriter::rotate(uint64_t now_s, bool keep_records) {
     // (after the guard left it: nothing sets its flag again).
     std::unique_ptr<MapFile> old = std::move(current_);
     current_ = std::move(next);
-    guard(*current_);
+    guard(*current_, false);
     old->retire();
     if (options_.certainly_running) retired_.emplace_back(guard_generation_, std::move(old));
     index_ = std::move(kept);
-    if (index_.empty()) due_ = {};
+    live_bytes_ = kept_bytes;
+    if (!keep_records) due_.clear();
     ++rotations_;
     return true;
 }
 
 void MapWriter::flush(uint64_t now_s) {
-    rotate(now_s, false);
+    rotate(now_s, false, size_for(0));
 }
 
 void MapWriter::heartbeat(uint64_t now_s) {
-    const uint64_t acked = options_.certainly_running ? RunningGuard::instance().acked() : 0;
+    const uint64_t acked = options_.certainly_running ? running_guard().acked() : 0;
     if (current_) {
         const bool certain = options_.certainly_running && acked >= guard_generation_;
         store_release(current_->head()->timestamp,
                       certain ? kLongPast : now_s - (kMappingTimeout - kStaleAfterS));
     }
     std::erase_if(retired_, [acked](const auto& r) { return r.first <= acked; });
+}
+
+bool MapWriter::settle() {
+    if (!options_.certainly_running || !current_) return true;
+    if (running_guard().acked() < guard_generation_) return false;
+    store_release(current_->head()->timestamp, kLongPast);
+    return true;
 }
 
 void MapWriter::set_netlink_stamp(uint32_t stamp) {

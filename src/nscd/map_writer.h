@@ -19,15 +19,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
-#include <queue>
 #include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "nscd/protocol.h"
+#include "nscd/running_guard.h"
 
 namespace nscache::nscd {
 
@@ -62,10 +63,20 @@ class MapFile {
 };
 
 struct MapOptions {
-    uint32_t module = 32749;         // buckets (a prime)
-    uint32_t data_size = 32u << 20;  // bytes; the memfd is sparse, pages come as used
+    uint32_t module = 32749;  // buckets (a prime)
+    // The largest data area (nscd-map-size); the memfd is sparse, pages come as used. A new
+    // map is sized to twice what it starts with, at least min_data_size (audit item 8: a
+    // client that keeps a retired map's descriptor keeps its pages).
+    uint32_t data_size = 32u << 20;
     // Keep nscd_certainly_running set while the process lives (running_guard.h).
     bool certainly_running = true;
+    uint32_t min_data_size = 1u << 20;
+    // A full map is rotated at most this often; meanwhile new records are not published (the
+    // socket answers them). Replaced records fill a map, and any local user can have answers
+    // replaced: unlimited, that is one new map (and one more a client may pin) per fill.
+    uint64_t min_rotation_interval_ms = 2000;
+    // The guard of nscd_certainly_running; null: RunningGuard::instance().
+    FlagGuard* guard = nullptr;
 };
 
 class MapWriter {
@@ -80,8 +91,10 @@ class MapWriter {
     const MapFile* current() const { return current_.get(); }
 
     // Publishes `response` (a reply as sent on the socket) for (type, key) until now_ms +
-    // ttl_s (CLOCK_MONOTONIC ms). Replaces an earlier record of the key. False when it
-    // does not fit even in an empty map.
+    // ttl_s (CLOCK_MONOTONIC ms). Replaces an earlier record of the key; the same response
+    // again only moves its expiry (never earlier) and writes nothing: any local user can ask
+    // the socket for a cached name as often as they like. False when it does not fit even in
+    // an empty map.
     bool publish(RequestType type, std::span<const uint8_t> key, std::span<const uint8_t> response,
                  uint32_t ttl_s, uint64_t now_ms, uint64_t now_s);
     // Retires every record whose time is up; returns when the next one is due (or 0: none).
@@ -93,12 +106,20 @@ class MapWriter {
     // The staleness stamp clients check while the map is not certainly running (called once a
     // second); also lets go of maps no guard points at anymore.
     void heartbeat(uint64_t now_s);
+    // After a rotation: once the guard points at the new map, sets its timestamp long past (a
+    // killed daemon's map is then dropped at once, not kStaleAfterS later). False while the
+    // guard does not point there yet: call again soon. Never waits.
+    bool settle();
     void set_netlink_stamp(uint32_t stamp);
     // On stop: clients drop the map at once and use NSS.
     void shutdown();
 
     size_t entries() const { return index_.size(); }
     uint64_t rotations() const { return rotations_; }
+    // Publications refused because the map was full and rotated too recently.
+    uint64_t deferred_rotations() const { return deferred_rotations_; }
+    // Entries in the expiry queue.
+    size_t pending_expiries() const { return due_.size(); }
     // When the record of (type, key) expires, or 0 when none is published.
     uint64_t expiry_of(RequestType type, std::span<const uint8_t> key) const;
 
@@ -111,12 +132,8 @@ class MapWriter {
         uint64_t expires_ms = 0;
         uint64_t serial = 0;  // which publication: a rotation keeps it, a replacement not
     };
-    struct Due {
-        uint64_t expires_ms;
-        uint64_t serial;
-        std::string key;
-        bool operator>(const Due& o) const { return expires_ms > o.expires_ms; }
-    };
+    // An expiry-queue position: (expires_ms, serial), unique per live record.
+    using Due = std::pair<uint64_t, uint64_t>;
 
     static std::string index_key(RequestType type, std::span<const uint8_t> key);
     // Writes a record block copy and its hash entry into `map`, linked first in its bucket.
@@ -124,13 +141,16 @@ class MapWriter {
                                std::span<const uint8_t> block);
     void unlink(MapFile& map, const Entry& entry);
     // A new map holding the live records; false if even that failed.
-    bool rotate(uint64_t now_s, bool keep_records);
-    std::unique_ptr<MapFile> new_map(uint64_t now_s, std::string& error);
+    bool rotate(uint64_t now_s, bool keep_records, uint32_t data_size);
+    std::unique_ptr<MapFile> new_map(uint64_t now_s, uint32_t data_size, std::string& error);
+    // The data area for a map that starts holding `bytes`.
+    uint32_t size_for(size_t bytes) const;
     // Has the running guard point at `map`'s flag; once it does, the map's timestamp is set
-    // long past, so that only the flag keeps the map trusted.
-    void guard(MapFile& map);
+    // long past, so that only the flag keeps the map trusted. Waits for it only if `wait`.
+    void guard(MapFile& map, bool wait);
     // Points the running guard away from every map (before they are unmapped).
     void unguard();
+    FlagGuard& running_guard() const;
 
     MapOptions options_;
     std::unique_ptr<MapFile> current_;
@@ -141,8 +161,13 @@ class MapWriter {
     uint64_t next_serial_ = 1;
     uint32_t nl_stamp_ = 1;
     uint64_t rotations_ = 0;
+    uint64_t deferred_rotations_ = 0;
+    std::optional<uint64_t> last_full_rotation_ms_;
+    size_t live_bytes_ = 0;  // of the records in index_, with their hash entries
     std::unordered_map<std::string, Entry> index_;
-    std::priority_queue<Due, std::vector<Due>, std::greater<>> due_;
+    // One entry per record of index_, erased with it (a replaced record leaves nothing
+    // behind): a client asking again and again cannot grow it.
+    std::map<Due, std::string> due_;
 };
 
 }  // namespace nscache::nscd

@@ -174,8 +174,26 @@ void NscdServer::flush_map() {
 }
 
 void NscdServer::count_rotations() {
-    for (; rotations_seen_ < map_.rotations(); ++rotations_seen_)
-        bump(counters_.nscd_map_rotations);
+    if (map_.rotations() != rotations_seen_) {
+        bump(counters_.nscd_map_rotations, map_.rotations() - rotations_seen_);
+        rotations_seen_ = map_.rotations();
+        settle_map(1);
+    }
+    if (map_.deferred_rotations() != deferred_seen_) {
+        bump(counters_.nscd_map_deferred, map_.deferred_rotations() - deferred_seen_);
+        deferred_seen_ = map_.deferred_rotations();
+    }
+}
+
+void NscdServer::settle_map(uint64_t retry_ms) {
+    if (settle_timer_ != EventLoop::kNoTimer || map_.settle()) return;
+    // The guard threads point at a new map within microseconds as a rule: look again soon,
+    // backing off, rather than wait on this thread.
+    settle_timer_ = loop_.add_timer(loop_.now_ms() + retry_ms, [this, retry_ms] {
+        settle_timer_ = EventLoop::kNoTimer;
+        loop_.refresh_now();
+        settle_map(std::min<uint64_t>(retry_ms * 2, kHeartbeatMs));
+    });
 }
 
 size_t NscdServer::request_size(std::span<const uint8_t> in) const {
@@ -237,7 +255,10 @@ void NscdServer::on_request(RequestConnection& connection, std::span<const uint8
             return;
         }
         bump(counters_.nscd_other_requests);
-        if (!others_.submit(connection.id(), type, std::move(key))) connection.send({});
+        if (!others_.submit(connection.id(), connection.peer_uid(), type, std::move(key),
+                            loop_.now_ms() + kConnectionTimeoutMs)) {
+            connection.send({});
+        }
         return;
     }
     if (type == INVALIDATE) {
@@ -255,6 +276,12 @@ void NscdServer::on_request(RequestConnection& connection, std::span<const uint8
     // SHUTDOWN, GETSTAT, GETFD of other databases (no map: the client then uses the socket
     // for them), unknown types: closed without a reply, as nscd does.
     connection.send({});
+}
+
+void NscdServer::on_close(RequestConnection& connection) {
+    // A client that hung up (or timed out) before its passwd or group lookup ran: a flood of
+    // such requests runs no lookups.
+    if (options_.proxy_other_databases) others_.cancel(connection.id(), connection.peer_uid());
 }
 
 void NscdServer::start_host_lookup(RequestConnection* connection, RequestType type,
@@ -365,7 +392,15 @@ void NscdServer::schedule_refresh(const Request& r, const hostdb::HostAnswer& an
     const uint32_t left = r.refreshes_left - 1;
     const uint64_t flushes = flushes_;
     std::string name = answer.answered_name;
-    loop_.add_timer(expires - lead, [this, type, key, left, expires, flushes, name]() mutable {
+    // One timer per key, replaced: every request on the socket comes here, and a timer per
+    // request would hold its memory until the record's TTL runs out (audit item 3).
+    std::string timer_key(1, static_cast<char>(type));
+    timer_key.append(key.begin(), key.end());
+    auto [slot, added] = refresh_timers_.try_emplace(timer_key, EventLoop::kNoTimer);
+    if (!added) loop_.cancel_timer(slot->second);
+    slot->second = loop_.add_timer(expires - lead, [this, type, key, left, expires, flushes, name,
+                                                    timer_key = std::move(timer_key)]() mutable {
+        refresh_timers_.erase(timer_key);
         // Only while that very record is still the one published.
         if (flushes != flushes_ || map_.expiry_of(type, key) != expires) return;
         if (type != GETHOSTBYADDR && type != GETHOSTBYADDRv6 && name.empty()) return;

@@ -69,6 +69,7 @@ class NscdServer final : public hostdb::HostSink, public RequestHandler {
     // RequestHandler: glibc's nscd requests (nscd/protocol.h).
     size_t request_size(std::span<const uint8_t> in) const override;
     void on_request(RequestConnection& connection, std::span<const uint8_t> request) override;
+    void on_close(RequestConnection& connection) override;
 
   private:
     static constexpr uint64_t kNoConnection = ~uint64_t{0};
@@ -92,7 +93,10 @@ class NscdServer final : public hostdb::HostSink, public RequestHandler {
     void schedule_refresh(const Request& r, const hostdb::HostAnswer& answer);
     void flush_map();
     void on_wake();
-    // Counts the map's rotations since the last call.
+    // Sets a new map's timestamp long past once the guard points at it, retrying after
+    // `retry_ms` (doubling) until it does.
+    void settle_map(uint64_t retry_ms);
+    // Counts the map's rotations (and those it deferred) since the last call.
     void count_rotations();
 
     WorkerCounters& counters_;
@@ -108,10 +112,14 @@ class NscdServer final : public hostdb::HostSink, public RequestHandler {
     std::unique_ptr<Listener> listener_;  // from start()
     RequestConnections connections_;
     SlotTable<Request> requests_;
+    // The prefetch timer of each (type, key) published: at most one each.
+    std::unordered_map<std::string, EventLoop::TimerHandle> refresh_timers_;
     EventLoop::TimerHandle expiry_timer_ = EventLoop::kNoTimer;
+    EventLoop::TimerHandle settle_timer_ = EventLoop::kNoTimer;
     uint64_t expiry_due_ms_ = 0;
     uint64_t flushes_ = 0;
     uint64_t rotations_seen_ = 0;
+    uint64_t deferred_seen_ = 0;
     std::atomic<bool> flush_requested_{false};
     std::thread thread_;
 };

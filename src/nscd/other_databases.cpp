@@ -16,8 +16,11 @@
 namespace nscache::nscd {
 namespace {
 
-// Lookups waiting for a pool thread; past this a client gets no reply and asks NSS itself.
+// Lookups waiting for a pool thread, in all and per user; past these a client gets no reply
+// and asks NSS itself. A user's share is well below the total (as its connections are: an
+// eighth, common/request_connection.h).
 constexpr size_t kMaxQueued = 1024;
+constexpr size_t kMaxQueuedPerUser = 64;
 constexpr size_t kMaxBuffer = 1u << 20;
 
 void append(std::vector<uint8_t>& out, const void* p, size_t n) {
@@ -247,8 +250,13 @@ std::vector<uint8_t> other_database_reply(RequestType type, const std::vector<ui
     }
 }
 
-OtherDatabases::OtherDatabases(EventLoop& loop, unsigned threads)
-    : loop_(loop), thread_count_(threads == 0 ? 1 : threads) {}
+OtherDatabases::OtherDatabases(EventLoop& loop, unsigned threads, Lookup lookup,
+                               std::function<uint64_t()> now_ms)
+    : loop_(loop),
+      thread_count_(threads == 0 ? 1 : threads),
+      lookup_(std::move(lookup)),
+      now_ms_(std::move(now_ms)),
+      max_running_per_user_(thread_count_ > 1 ? thread_count_ / 2 : 1) {}
 
 OtherDatabases::~OtherDatabases() {
     stop();
@@ -268,14 +276,49 @@ void OtherDatabases::stop() {
     threads_.clear();
 }
 
-bool OtherDatabases::submit(uint64_t connection, RequestType type, std::vector<uint8_t> key) {
+bool OtherDatabases::submit(uint64_t connection, uid_t user, RequestType type,
+                            std::vector<uint8_t> key, uint64_t deadline_ms) {
     {
         MutexLock lock(mu_);
-        if (jobs_.size() >= kMaxQueued || threads_.empty()) return false;
-        jobs_.push_back(Job{connection, type, std::move(key)});
+        if (threads_.empty() || queued_ >= kMaxQueued) return false;
+        UserQueue& queue = users_[user];
+        if (queue.jobs.size() >= kMaxQueuedPerUser) return false;  // not new: it has jobs
+        queue.jobs.push_back(Job{connection, user, deadline_ms, type, std::move(key)});
+        ++queued_;
+        take_turn(user, queue);
     }
     cv_.notify_one();
     return true;
+}
+
+void OtherDatabases::cancel(uint64_t connection, uid_t user) {
+    MutexLock lock(mu_);
+    auto it = users_.find(user);
+    if (it == users_.end()) return;
+    // At most kMaxQueuedPerUser to look through.
+    std::deque<Job>& jobs = it->second.jobs;
+    for (auto job = jobs.begin(); job != jobs.end(); ++job) {
+        if (job->connection == connection) {
+            jobs.erase(job);
+            --queued_;
+            break;
+        }
+    }
+    forget_if_idle(user);
+}
+
+void OtherDatabases::take_turn(uid_t user, UserQueue& queue) {
+    if (queue.in_turn || queue.jobs.empty() || queue.running >= max_running_per_user_) return;
+    queue.in_turn = true;
+    turns_.push_back(user);
+}
+
+void OtherDatabases::forget_if_idle(uid_t user) {
+    auto it = users_.find(user);
+    if (it != users_.end() && it->second.jobs.empty() && it->second.running == 0 &&
+        !it->second.in_turn) {
+        users_.erase(it);
+    }
 }
 
 void OtherDatabases::drain(const std::function<void(uint64_t, std::vector<uint8_t>)>& done) {
@@ -289,25 +332,47 @@ void OtherDatabases::drain(const std::function<void(uint64_t, std::vector<uint8_
 
 // The condition variable needs a std::unique_lock, which the annotations cannot follow.
 void OtherDatabases::run() NSCACHE_NO_THREAD_SAFETY_ANALYSIS {
+    std::unique_lock<Mutex> lock(mu_);
     for (;;) {
-        Job job;
-        {
-            std::unique_lock<Mutex> lock(mu_);
-            cv_.wait(lock, [this]() NSCACHE_NO_THREAD_SAFETY_ANALYSIS {
-                return stopping_ || !jobs_.empty();
-            });
-            if (stopping_) return;
-            job = std::move(jobs_.front());
-            jobs_.pop_front();
+        cv_.wait(lock, [this]() NSCACHE_NO_THREAD_SAFETY_ANALYSIS {
+            return stopping_ || !turns_.empty();
+        });
+        if (stopping_) return;
+        const uid_t user = turns_.front();
+        turns_.pop_front();
+        UserQueue& queue = users_[user];
+        queue.in_turn = false;
+        if (queue.jobs.empty()) {  // cancelled meanwhile
+            forget_if_idle(user);
+            continue;
         }
-        std::vector<uint8_t> reply = other_database_reply(job.type, job.key);
-        bool wake = false;
-        {
-            MutexLock lock(mu_);
-            wake = done_.empty();
-            done_.emplace_back(job.connection, std::move(reply));
+        Job job = std::move(queue.jobs.front());
+        queue.jobs.pop_front();
+        --queued_;
+        // Its client closed the connection at the deadline: nobody would read the answer.
+        if (now_ms_() >= job.deadline_ms) {
+            take_turn(user, queue);
+            forget_if_idle(user);
+            continue;
         }
-        if (wake) loop_.wake();
+        ++queue.running;
+        take_turn(user, queue);  // at the back of the line: the others come first
+        if (!turns_.empty()) cv_.notify_one();
+        lock.unlock();
+        std::vector<uint8_t> reply = lookup_(job.type, job.key);
+        lock.lock();
+        UserQueue& after = users_[user];  // the reference above may be gone (erased, rehashed)
+        --after.running;
+        take_turn(user, after);
+        forget_if_idle(user);
+        if (!turns_.empty()) cv_.notify_one();
+        const bool wake = done_.empty();
+        done_.emplace_back(job.connection, std::move(reply));
+        if (wake) {  // no system call under the lock
+            lock.unlock();
+            loop_.wake();
+            lock.lock();
+        }
     }
 }
 

@@ -7,7 +7,8 @@
 // of them is never the last to go. (nscd points its pruning threads at it; a process's last
 // thread does not clear it.) The threads never exit while the process lives: glibc would
 // otherwise wait on the thread id the kernel no longer clears.
-// One per process (instance()); guard() and wait_acked() are called from the nscd thread.
+// One per process (instance()); guard() is called from the nscd thread, wait_acked() only
+// at start and stop.
 #pragma once
 
 #include <atomic>
@@ -18,17 +19,30 @@
 
 namespace nscache::nscd {
 
-class RunningGuard {
+// What the map writer needs of a guard (a test gives its own).
+class FlagGuard {
+  public:
+    // Points the guard at `flag` (a map's nscd_certainly_running), which is set to 1 once it
+    // does. Returns the generation of this request; never waits.
+    virtual uint64_t guard(int32_t* flag) = 0;
+    // The last generation the guard points at (nothing older is referenced anymore).
+    virtual uint64_t acked() const = 0;
+    // Waits (up to `timeout_ms`) until generation `g` is acked; false on timeout. Never on a
+    // thread that answers clients.
+    virtual bool wait_acked(uint64_t g, int timeout_ms) = 0;
+
+  protected:
+    ~FlagGuard() = default;
+};
+
+class RunningGuard final : public FlagGuard {
   public:
     static RunningGuard& instance();
 
-    // Points both guard threads at `flag` (a map's nscd_certainly_running); once both point
-    // there, the flag is set to 1. Returns the generation of this request.
-    uint64_t guard(int32_t* flag);
-    // The last generation both guards point at (nothing older is referenced anymore).
-    uint64_t acked() const { return acked_.load(std::memory_order_acquire); }
-    // Waits (up to `timeout_ms`) until generation `g` is acked; false on timeout.
-    bool wait_acked(uint64_t g, int timeout_ms);
+    // Points both guard threads at `flag`; once both point there, the flag is set to 1.
+    uint64_t guard(int32_t* flag) override;
+    uint64_t acked() const override { return acked_.load(std::memory_order_acquire); }
+    bool wait_acked(uint64_t g, int timeout_ms) override;
 
   private:
     RunningGuard();

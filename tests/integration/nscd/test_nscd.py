@@ -376,3 +376,48 @@ def test_out_of_descriptors_does_not_spin(nscd_ns, client, nscd_daemon):
         time.sleep(0.2)
     assert rc == 0 and "addr 198.51.100.3" in out, out
     assert d.proc.poll() is None
+
+
+def _rss_kib(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+# Asks GETAI for one name COUNT times over the socket, one connection each, as any local user
+# can (the socket is 0666); prints how many got an answer.
+_FLOOD = """
+import socket, struct, sys
+path, name, count = sys.argv[1], sys.argv[2].encode() + b"\\0", int(sys.argv[3])
+answered = 0
+for _ in range(count):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(4)
+    try:
+        s.connect(path)
+        s.sendall(struct.pack("iii", 2, 14, len(name)) + name)
+        head = s.recv(24)
+        answered += len(head) == 24 and struct.unpack("6i", head)[1] == 1
+    finally:
+        s.close()
+print(answered)
+"""
+
+
+def test_repeated_requests_for_one_name_hold_no_memory(nscd_ns, nscd_daemon):
+    """Audit item 3: every GETAI for a cached name republished its record, adding a record to
+    the map, an expiry-queue entry and a prefetch timer that lived until the TTL ran out (one
+    day for a one-day TTL): any local user grew the daemon by ~880 bytes a request."""
+    skip_if_sanitized("ASan's quarantine keeps freed memory: RSS grows with any churn")
+    d = nscd_daemon()
+    flood = lambda n: nscd_ns.run(["/usr/bin/python3", "-c", _FLOOD, SOCKET, "dual.example.test", str(n)],  # noqa: E731
+                                  timeout=120)
+    warm = flood(500)
+    assert warm.stdout.strip() == "500", warm
+    rotated = lambda: sum(v for k, v in _flat(d.stats()) if k.endswith("nscd_map_rotations"))  # noqa: E731
+    before, rotations_before = _rss_kib(d.pid), rotated()
+    r = flood(20000)
+    assert r.stdout.strip() == "20000", r
+    grown, rotations = _rss_kib(d.pid) - before, rotated() - rotations_before
+    assert (grown < 4096, rotations) == (True, 0), f"grew by {grown} KiB, {rotations} map rotations"

@@ -1,6 +1,7 @@
 #include "nscd/map_writer.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -92,8 +93,10 @@ TEST(MapWriter, AFullMapRotatesToANewOneAndTellsClientsTheOldIsStale) {
     const MapFile* first = w.current();
     Reader old_reader(*first);
     ASSERT_TRUE(w.publish(GETAI, bytes("keep"), bytes("K"), 600, 0, 1000));
+    std::string churn;
     for (int i = 0; i < 200 && w.rotations() == 0; ++i) {
-        ASSERT_TRUE(w.publish(GETAI, bytes("churn"), bytes(std::string(100, 'x')), 600, 0, 1000));
+        churn = std::string(100, i % 2 == 0 ? 'x' : 'y');  // a changed answer: a new record
+        ASSERT_TRUE(w.publish(GETAI, bytes("churn"), bytes(churn), 600, 0, 1000));
     }
     ASSERT_EQ(w.rotations(), 1u);
     EXPECT_EQ(old_reader.head()->timestamp, 0u);     // clients ask for the new map
@@ -101,7 +104,7 @@ TEST(MapWriter, AFullMapRotatesToANewOneAndTellsClientsTheOldIsStale) {
     Reader r(*w.current());
     EXPECT_NE(r.head()->timestamp, 0u);
     EXPECT_EQ(r.find(GETAI, "keep"), "K");
-    EXPECT_EQ(r.find(GETAI, "churn"), std::string(100, 'x'));
+    EXPECT_EQ(r.find(GETAI, "churn"), churn);
 }
 
 TEST(MapWriter, CertainlyRunningOnlyWhileTheWriterHasTheMap) {
@@ -117,6 +120,12 @@ TEST(MapWriter, CertainlyRunningOnlyWhileTheWriterHasTheMap) {
     Reader second(*w.current());
     EXPECT_EQ(first.head()->nscd_certainly_running, 0);
     EXPECT_EQ(first.head()->timestamp, 0u);
+    // The rotation does not wait for the guard threads (ARotationNeverWaitsForTheGuard).
+    for (int i = 0;
+         i < 2000 && __atomic_load_n(&second.head()->nscd_certainly_running, __ATOMIC_ACQUIRE) == 0;
+         ++i) {
+        usleep(1000);
+    }
     EXPECT_EQ(second.head()->nscd_certainly_running, 1);
     w.shutdown();
     EXPECT_EQ(second.head()->nscd_certainly_running, 0);
@@ -150,6 +159,141 @@ TEST(MapWriter, ShutdownMakesClientsDropTheMap) {
     EXPECT_EQ(r.head()->extra_data[0], 77u);
     w.shutdown();
     EXPECT_EQ(r.head()->timestamp, 0u);
+}
+
+// Audit item 3: a client asking the socket again and again for one cached name made every
+// answer a new record (map space, an expiry-queue entry) until the TTL ran out.
+TEST(MapWriter, RepublishingAnUnchangedRecordCostsNothing) {
+    MapWriter w(MapOptions{.module = 7, .data_size = 64 * 1024});
+    ASSERT_FALSE(w.open(1000));
+    Reader r(*w.current());
+    ASSERT_TRUE(w.publish(GETAI, bytes("a"), bytes("A"), 86400, 10'000, 1000));
+    const int32_t used = r.head()->first_free;
+    for (int i = 1; i <= 10'000; ++i) {
+        // A cache hit: the same answer, its TTL counted down.
+        ASSERT_TRUE(w.publish(GETAI, bytes("a"), bytes("A"), 86400 - i / 1000, 10'000 + i, 1000));
+    }
+    EXPECT_EQ(r.head()->first_free, used);
+    EXPECT_EQ(w.pending_expiries(), 1u);
+    EXPECT_EQ(w.rotations(), 0u);
+    EXPECT_EQ(r.find(GETAI, "a"), "A");
+    // A fresher TTL (a refresh) moves the expiry in place; a changed answer replaces the record.
+    ASSERT_TRUE(w.publish(GETAI, bytes("a"), bytes("A"), 86400, 50'000, 1040));
+    EXPECT_EQ(w.expiry_of(GETAI, bytes("a")), 50'000u + 86'400'000u);
+    EXPECT_EQ(r.head()->first_free, used);
+    ASSERT_TRUE(w.publish(GETAI, bytes("a"), bytes("B"), 60, 50'000, 1040));
+    EXPECT_EQ(r.find(GETAI, "a"), "B");
+    EXPECT_EQ(w.pending_expiries(), 1u);
+    EXPECT_EQ(w.expire(50'000 + 60'000), 0u);
+    EXPECT_EQ(r.find(GETAI, "a"), "");
+    EXPECT_EQ(w.pending_expiries(), 0u);
+}
+
+// Replaced records leave no expiry-queue entries behind.
+TEST(MapWriter, ReplacedRecordsLeaveNothingQueued) {
+    MapWriter w(MapOptions{.module = 7, .data_size = 1u << 20});
+    ASSERT_FALSE(w.open(1000));
+    for (int i = 0; i < 1000; ++i) {
+        const std::string answer = "answer-" + std::to_string(i);
+        ASSERT_TRUE(w.publish(GETAI, bytes("a"), bytes(answer), 86400, 10'000 + i, 1000));
+    }
+    EXPECT_EQ(w.entries(), 1u);
+    EXPECT_EQ(w.pending_expiries(), 1u);
+}
+
+// Audit item 8: every rotation made a map of the configured size (32 MiB), which a client that
+// keeps the old descriptor pins; a new map is now sized to what it holds.
+TEST(MapWriter, AMapIsSizedToWhatItHolds) {
+    MapWriter w(MapOptions{.module = 7, .data_size = 32u << 20});
+    ASSERT_FALSE(w.open(1000));
+    EXPECT_LE(w.current()->data_size(), 1u << 20);
+    uint64_t now_ms = 0;
+    for (int i = 0; i < 100'000 && w.rotations() < 3; ++i) {
+        now_ms += 10'000;  // no rotation is held back in this test
+        const std::string k = "name-" + std::to_string(i);
+        ASSERT_TRUE(w.publish(GETAI, bytes(k), bytes(std::string(200, 'a')), 86400, now_ms, 1000));
+    }
+    ASSERT_EQ(w.rotations(), 3u);  // it grew as it filled, keeping every record
+    const uint32_t size = w.current()->data_size();
+    EXPECT_LT(size, 32u << 20);
+    EXPECT_GE(size, w.entries() * 200);
+    Reader r(*w.current());
+    EXPECT_EQ(r.find(GETAI, "name-0"), std::string(200, 'a'));
+    w.flush(1001);
+    EXPECT_LE(w.current()->data_size(), 1u << 20);
+}
+
+// Replacing a record again and again (a client's answers that keep changing) fills the map;
+// it is rotated at most once per min_rotation_interval_ms, its records served meanwhile.
+TEST(MapWriter, ChurnRotatesTheMapAtMostOncePerInterval) {
+    MapWriter w(MapOptions{.module = 7, .data_size = 64 * 1024});
+    ASSERT_FALSE(w.open(1000));
+    ASSERT_TRUE(w.publish(GETAI, bytes("keep"), bytes("K"), 600, 0, 1000));
+    for (int i = 0; i < 10'000; ++i) {
+        w.publish(GETAI, bytes("churn"), bytes(std::string(100, 'a' + i % 2)), 600, 5000, 1000);
+    }
+    EXPECT_LE(w.rotations(), 1u);
+    EXPECT_GT(w.deferred_rotations(), 0u);
+    Reader r(*w.current());
+    EXPECT_EQ(r.find(GETAI, "keep"), "K");
+    EXPECT_NE(r.find(GETAI, "churn"), "");
+    const uint64_t before = w.rotations();
+    for (int i = 0; i < 10'000 && w.rotations() == before; ++i) {
+        w.publish(GETAI, bytes("churn"), bytes(std::string(100, 'a' + i % 2)), 600, 60'000, 1000);
+    }
+    EXPECT_EQ(w.rotations(), before + 1);  // once the interval has passed
+}
+
+// A guard that acks only when the test says, and adds up how long it was asked to wait.
+struct FakeGuard final : FlagGuard {
+    uint64_t generation = 0;
+    uint64_t acked_generation = 0;
+    int32_t* flag = nullptr;
+    int waited_ms = 0;
+    uint64_t guard(int32_t* f) override {
+        flag = f;
+        return ++generation;
+    }
+    uint64_t acked() const override { return acked_generation; }
+    bool wait_acked(uint64_t g, int timeout_ms) override {
+        if (acked_generation < g) waited_ms += timeout_ms;  // what a real guard could spin
+        return acked_generation >= g;
+    }
+    void ack() {
+        if (flag != nullptr) *flag = 1;
+        acked_generation = generation;
+    }
+};
+
+// Audit item 9: a rotation waited (up to 100 ms) on the thread that answers every nscd client
+// for the guard threads to point at the new map.
+TEST(MapWriter, ARotationNeverWaitsForTheGuard) {
+    FakeGuard guard;
+    MapWriter w(MapOptions{.module = 7, .data_size = 4096, .guard = &guard});
+    ASSERT_FALSE(w.open(1000));
+    guard.ack();
+    w.heartbeat(1000);
+    guard.waited_ms = 0;
+    const MapFile* first = w.current();
+    Reader old_reader(*first);
+    w.flush(1001);                                        // as INVALIDATE does, on the nscd thread
+    for (int i = 0; i < 200 && w.rotations() < 2; ++i) {  // and as a full map does
+        const std::string answer(100, 'a' + i % 2);
+        w.publish(GETAI, bytes("churn"), bytes(answer), 600, uint64_t(i) * 10'000, 1001);
+    }
+    ASSERT_EQ(w.rotations(), 2u);
+    EXPECT_EQ(guard.waited_ms, 0);
+    // Until the guard points at the new map, its timestamp keeps it fresh for a few seconds
+    // (clients check it while the flag is 0), and the old map stays mapped here.
+    Reader r(*w.current());
+    EXPECT_EQ(r.head()->nscd_certainly_running, 0);
+    EXPECT_GE(r.head()->timestamp + kMappingTimeout, 1001u);
+    EXPECT_EQ(old_reader.head()->timestamp, 0u);
+    EXPECT_FALSE(w.settle());  // the nscd thread looks again soon, on a timer
+    guard.ack();
+    EXPECT_TRUE(w.settle());
+    EXPECT_EQ(r.head()->nscd_certainly_running, 1);
+    EXPECT_LT(r.head()->timestamp + kMappingTimeout, 1000u);
 }
 
 }  // namespace
