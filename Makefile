@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Conveniences over scripts/: the README's commands are scripts/run and scripts/test, which
 # need nothing but bash on a fresh Debian machine (they install the rest, make included).
 BUILD ?= build

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Shared pieces of nscache's benchmark kit (bench/run, and later bench/soak and the NSS bench).
 
 Everything here is bounded in time: every wait has a deadline, every child process is tracked

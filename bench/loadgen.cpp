@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // loadgen: a paced DNS load generator that reports latency and losses per second.
 //
 // It sends UDP queries at a fixed rate (query k is due at start + k/rate, whether or not

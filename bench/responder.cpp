@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // responder: a do-nothing UDP DNS responder that shows the ceiling of the loopback path.
 //
 // It answers every well-formed query with one fixed A record (127.0.0.1, TTL 3600) for the

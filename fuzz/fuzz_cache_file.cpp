@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target: the cache-file loader. Whatever the bytes, loading either rejects the
 // file or inserts entries that serve as well-formed answers.
 #include <cstddef>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target: the TOML configuration parser and every option's checks.
 #include <cstddef>
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target: a client's packet, through everything a worker does before the network,
 // in the pipeline's order: the header and question, the answer to a refused or rate-limited
 // sender, the rest of the message, error answers, the RFC 8482 answer to ANY, cache key,

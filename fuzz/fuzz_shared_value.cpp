@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target: a value read from the shared tier (Redis), which anyone with access to
 // Redis may have written. Whatever the bytes, decode_value either refuses them or gives an
 // answer that is well-formed, within the TTL policy, and survives being written again.

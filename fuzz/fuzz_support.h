@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Shared by the fuzz targets: a fixed clock and a cache with a few entries in it.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target: an upstream's answer, through validation, preparation, insertion into the
 // cache, and serving a hit from it to a client that asked the same question. The work on
 // compressed names stays linear in the input.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Writes the pointer-chain bomb seeds of fuzz/corpus (committed; rerun to regenerate).
 
 A chain of compression pointers, each pointing at the one before it (backwards, so no loop),

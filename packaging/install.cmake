@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Install rules: the daemon, the NSS module (in the multiarch library directory, where glibc's
 # loader finds it), a default configuration that never overwrites an existing one, the systemd
 # unit and the sysusers entry for its user. `make install` / `make uninstall` drive it; every

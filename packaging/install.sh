@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # `make install`: cmake --install, keeping two records of what was installed apart:
 #   BUILD/install_manifest.txt         the live system's install (DESTDIR empty)
 #   BUILD/install_manifest.staged.txt  the last staged install (DESTDIR set), paths without

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # `make uninstall`: removes what `make install` put in place, as CMake's manifest lists it.
 #   packaging/uninstall.sh BUILD [DESTDIR]
 # Without DESTDIR: the live install (BUILD/install_manifest.txt), then ldconfig. With DESTDIR:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs the Debian packages nscache needs to build and test (README lists why each is
 # there). Run as root, or with sudo available.
 set -euo pipefail

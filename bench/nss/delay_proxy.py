@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """A UDP proxy that adds a fixed delay each way: a "remote" DNS server on a slow link, for a
 kernel without netem.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* gai_bench: how many name lookups (or resolve-per-request web requests) a second a program
  * gets through glibc, with whatever /etc/nsswitch.conf, /etc/resolv.conf and /etc/hosts (and
  * nscd, or an NSS module) are in effect.

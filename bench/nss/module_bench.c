@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The NSS module's own cost per lookup, without glibc's NSS dispatch around it: dlopen
  * libnss_nscache.so.2 and call its gethostbyname4_r / gethostbyname2_r entry points in a loop
  * for a few seconds. On a map hit this is the figure to set beside nscd's shared-map cost;

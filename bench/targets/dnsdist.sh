@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # dnsdist with a packet cache in front of the benchmark's NSD: one UDP listener thread,
 # one backend. Environment (set by bench/run): BENCH_PORT, BENCH_UPSTREAM_PORT, BENCH_WORKDIR.
 set -eu

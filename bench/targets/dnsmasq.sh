@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # dnsmasq as a caching forwarder to the benchmark's NSD (dnsmasq is single-threaded).
 # Environment (set by bench/run): BENCH_PORT, BENCH_UPSTREAM_PORT, BENCH_WORKDIR.
 # dnsmasq 2.90 has no upper limit on cache-size (older ones capped it at 10000). It allocates

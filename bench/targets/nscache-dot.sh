@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # nscache forwarding over DNS over TLS (issue 11) to the benchmark NSD's TLS port, otherwise
 # as targets/nscache.sh. Environment (set by bench/run): BENCH_PORT, BENCH_UPSTREAM_TLS_PORT,
 # BENCH_TLS_CA (the CA of NSD's certificate for bench.test), BENCH_WORKDIR, BENCH_NSCACHE.

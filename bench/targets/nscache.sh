@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # nscache as a caching forwarder to the benchmark's NSD: one worker thread, 256 MiB cache (room for about 2M small answers),
 # every other option at its default (prefetch and serve-stale on).
 # Environment (set by bench/run): BENCH_PORT, BENCH_UPSTREAM_PORT, BENCH_WORKDIR, and

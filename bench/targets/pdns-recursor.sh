@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # PowerDNS Recursor forwarding everything to the benchmark's NSD: one worker thread, record
 # and packet caches for >1M names. Environment (set by bench/run): BENCH_PORT,
 # BENCH_UPSTREAM_PORT, BENCH_WORKDIR. Reads only its own recursor.conf (--config-dir).

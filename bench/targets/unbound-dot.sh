@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # unbound forwarding over DNS over TLS to the benchmark NSD's TLS port (issue 11), otherwise
 # as targets/unbound.sh; BENCH_UPSTREAM_TLS_PORT and BENCH_TLS_CA come from bench/run.
 # Environment (set by bench/run): BENCH_PORT, BENCH_UPSTREAM_PORT, BENCH_WORKDIR.

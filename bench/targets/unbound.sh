@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # unbound as a caching forwarder to the benchmark's NSD: one thread, caches for >1M names.
 # Environment (set by bench/run): BENCH_PORT, BENCH_UPSTREAM_PORT, BENCH_WORKDIR.
 # Runs in the foreground; the PID of this script becomes unbound's (exec).

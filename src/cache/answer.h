@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // An upstream answer made ready to serve: the bytes after the question (OPT removed), with the
 // offset of every TTL field, so that serving it is copy and patch. Also the TTL rules that
 // decide how long it may be cached (clamps, RFC 2308 negative TTL, short SERVFAIL).

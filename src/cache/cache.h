@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The answer cache: entries keyed by (lower-cased qname, qtype, qclass, DO, CD), stored ready
 // to send, within a byte budget.
 //

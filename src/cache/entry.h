@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One cached answer in one allocation: a fixed header, then the TTL offsets, the key's name,
 // the answer's record bytes and the upstream's Extended DNS Error options, if it sent any.
 // Internal to the cache; guarded by its shard's lock.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Writes the answer a client gets from a stored answer: header with the client's ID and bits,
 // the client's question byte for byte, the stored records with their TTLs counted down, and
 // an OPT if the client sent one. This is the whole work of a cache hit besides the lookup.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "cache/shard.h"
 
 #include "common/bytes.h"

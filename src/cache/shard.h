@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One shard of the cache: a fixed-size chained hash table and a CLOCK ring over its entries,
 // behind one mutex (held for one bucket walk, one copy or a bounded sweep; nothing is called
 // out under it). Internal to cache/; Cache picks the shard from the name's hash.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The subcommands of the `nscache` binary. Each takes the arguments after its name and
 // returns the exit code: 0 success, 1 runtime failure, 2 usage or configuration error.
 #pragma once

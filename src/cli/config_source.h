@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Where the daemon's settings come from, kept so a reload can read them again the same way:
 // the TOML file (if any), then the command-line flags over it, then the machine's defaults
 // (listen addresses, thread count, upstreams from resolv.conf). Main thread.

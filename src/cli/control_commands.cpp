@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The subcommands that talk to a running daemon over its control socket, and check-config.
 #include <cstdio>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "cli/daemon.h"
 
 #include <fcntl.h>

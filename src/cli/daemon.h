@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The composition root of `nscache serve`: builds the cache, the forwarding state, the
 // workers and the control server from a Config, runs until SIGTERM or SIGINT, then shuts
 // down in order (control, workers, cache file).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A small parser for "--name value", "--name=value" and bare flags, shared by the
 // subcommands. Errors are messages for the user (the command exits 2).
 #pragma once

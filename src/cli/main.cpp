@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // nscache: one binary, one subcommand per job. This file only dispatches.
 #include <algorithm>
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Giving up root once the sockets are bound: switch to an unprivileged user and forbid
 // regaining privileges.
 #pragma once

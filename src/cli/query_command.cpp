@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `nscache query`: one question to a DNS server (the daemon by default), the answer printed
 // in dig's layout. UDP first with EDNS; TCP when the answer comes back truncated or --tcp.
 #include <poll.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "cli/resource_limits.h"
 
 #include <sys/resource.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Fitting the daemon to the limits it runs under: the descriptor limit (raised to its hard
 // maximum, then shared between workers' upstream sockets and everything else), and the memory
 // bound of its cgroup (a cache budget above it would end in an OOM kill, so say so at start).

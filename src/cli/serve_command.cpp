@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `nscache serve`: settings from the config file, then flags, then machine defaults.
 #include <unistd.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The main thread once the daemon runs: it waits for signals (SIGTERM/SIGINT end the run,
 // SIGHUP reloads), for `nscache reload` requests from the control thread, and for changes to
 // the files upstreams come from (resolv.conf or resolv-file, watched). A reload reads the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // memcpy for spans that may be empty: an empty vector's data() may be null, and memcpy with a
 // null source is undefined even for zero bytes (UBSan aborts on it).
 #pragma once

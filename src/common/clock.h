@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Monotonic time in milliseconds, the unit every TTL and timer in nscache is kept in (and in
 // microseconds, for latencies).
 // Reading it is a vDSO call, no system call.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The per-thread counters every worker keeps. They are declared once, in the list below, and
 // everything else (the stats text, JSON, Prometheus names, docs/interfaces.md) comes from
 // this list, so names never drift apart.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A single-threaded epoll loop with millisecond timers: each worker thread runs one.
 // Everything but wake() and request_stop() must be called from the loop's own thread.
 //

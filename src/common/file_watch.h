@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Tells when files named by path may have changed, the way administrators and network
 // managers change them: written in place, replaced by rename (resolv.conf usually is), or a
 // symlink swapped to point elsewhere (into /run, often). inotify watches each file's folder

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Small file-system helpers for the daemon's runtime files and the small text files it reads
 // (config, resolv.conf). Any thread may call them; none keeps state.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A seeded hash for names that clients choose. With a secret per-process seed an attacker
 // cannot aim many names at one bucket chain (hash flooding).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Answer latency as histograms, one per source of the answer (cache, upstream, stale): each
 // worker keeps its own (single writer, relaxed atomics), and readers sum them when someone
 // asks for stats, as with the counters of common/counters.h.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A listening socket on an event loop (control socket, metrics endpoint, NSS socket, nscd
 // socket). Accepting never spins: when the process is out of descriptors (EMFILE, ENFILE), the
 // readable listener would wake a level-triggered loop on every turn, so a spare descriptor is

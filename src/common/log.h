@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Logging to stderr, one line per event, in a form both humans and journald read:
 // "info: message" on a terminal, "<6>message" when stderr is a journald stream
 // (JOURNAL_STREAM set), so journald files each line at its priority.

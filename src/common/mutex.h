@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Mutex and MutexLock: std::mutex with clang's thread-safety annotations, so that the compiler
 // (clang -Wthread-safety, a CI stage) checks that every member marked NSCACHE_GUARDED_BY(mu)
 // is touched only with `mu` held. The macros expand to nothing for other compilers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The clients of a local request socket (the NSS socket, the nscd socket): each connection
 // reads one request, waits for its answer, writes it (a descriptor may ride along as
 // SCM_RIGHTS) and closes. A client that has not been answered within the deadline is closed,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One daemon per set of runtime paths. Before it touches anything, `nscache serve` takes an
 // exclusive flock on PATH.lock beside each of its runtime paths (control socket, NSS socket,
 // cache file): a second instance configured with any of the same paths stops at once with a

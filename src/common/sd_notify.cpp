@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "common/sd_notify.h"
 
 #include <sys/socket.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The systemd readiness protocol (sd_notify(3)) without libsystemd: one datagram to the unix
 // socket named by $NOTIFY_SOCKET. With Type=notify the unit is "started" (and
 // nss-lookup.target reached) only once the daemon says READY=1, after its sockets are bound

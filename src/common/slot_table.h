@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // SlotTable<T>: objects addressed by ids that carry a generation, so an id kept after its
 // object was removed finds nothing: a late upstream answer for a client that was answered
 // otherwise, an epoll event for a handler removed in the same batch, a pending answer for a

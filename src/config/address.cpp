@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "config/address.h"
 
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Socket addresses and CIDR prefixes as the config and CLI write them:
 // "127.0.0.1:53", "[::1]:53", "192.0.2.1" (default port), "10.0.0.0/8", "::1/128".
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The daemon's settings: one plain aggregate with a default for every option, filled from the
 // TOML file and then from command-line flags. Tests build it with designated initialisers.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Which options differ between two configurations, by their names in the file: what a reload
 // reports as applied.
 #include <functional>

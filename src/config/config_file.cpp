@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The TOML side of the configuration (toml++). Every key maps to one setter; each setter
 // checks its value and says what it expected, and the caller adds FILE:LINE.
 #include <toml++/toml.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The log lines for configuration events, so that start-up and a reload say the same thing
 // the same way: a refused file with its reason (FILE:LINE), and what a change applied or
 // could not apply. Any thread.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Saving the cache to a file and reading it back (the `cache-file` option, `nscache dump` and
 // `nscache load`). Entries carry absolute (wall-clock) birth times, so what was fresh at dump
 // time is loaded with the TTL it has left, and what has expired since is skipped.

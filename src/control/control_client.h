@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The client side of the control socket, for `nscache stats|flush|dump|load`.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One client of the control socket or the metrics endpoint, served without blocking on the
 // control thread's event loop: the request is read as it comes, the answer written as the
 // socket takes it, and a deadline from accept to the answer's last byte closes a client that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The control socket (a unix stream socket, mode 0600 or 0660 for a group) and the optional
 // Prometheus endpoint, served by one thread of their own on an event loop, so nothing they do
 // runs on a worker and no client can hold the others up: sockets never block, each client

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Binding the control socket and the metrics endpoint, before privileges are dropped. The
 // control socket's folder may belong to someone else, so nothing here that runs as root
 // follows a link by path: the mode comes from the umask at bind, the owner from lchown.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Who may use the control socket: root, the daemon's own user, and members of control-group
 // (through their primary group or a supplementary one), read from the kernel's record of the
 // connecting process (SO_PEERCRED, SO_PEERGROUPS), never from anything the client says.

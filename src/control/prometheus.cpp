@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // format_prometheus (control/stats.h): the Prometheus text exposition format, version 0.0.4.
 // Counters end in _total, levels are gauges, answer latency is one histogram labelled by
 // source, and per-group and per-server series carry `forward` and `upstream` labels (per

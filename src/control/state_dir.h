@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Where `nscache dump|load FILE` may read and write: the state folder (`state-dir`). A user of
 // the control socket names the file and the daemon, root more often than not, opens it, so
 // nothing outside that folder may be named. Any thread; the file system is read at each call.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Statistics as the control socket and the metrics endpoint show them: the workers' counters
 // and latency histograms summed, the cache's own counters, and per group of upstream servers
 // (the default set, and each forwarding rule's) what was asked of it and each server's health.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The cache's counters as every stats format names them, shared by stats.cpp (text, JSON)
 // and prometheus.cpp. Internal to control/.
 #pragma once

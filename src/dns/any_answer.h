@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The answer to a query for type ANY that the server writes itself (RFC 8482). A full ANY
 // answer is a large reply to a small query (a reflection amplifier), so ANY is never
 // forwarded as such nor cached. RFC 8482 §4.1 allows a subset of the name's RRsets: nscache

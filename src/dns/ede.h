@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Extended DNS Errors (RFC 8914): an EDNS option (code 15) that says why an answer is what it
 // is. nscache adds one to the answers it makes itself (its own SERVFAILs, stale answers,
 // REFUSED) and passes an upstream's own on only with that upstream's answer. Pure functions.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Domain names in wire format (RFC 1035 §3.1, §4.1.4): walking, expanding and comparing,
 // plus conversion to and from presentation text. Pure functions on byte spans.
 //

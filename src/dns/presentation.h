@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // DNS data as people read it: type names, record data and whole messages in dig's layout.
 // Used by the command-line client (`nscache query`); pure functions on byte spans, safe on
 // any input (malformed parts print as such, never read past the message).

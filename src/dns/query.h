@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Parsing a client's query and writing the error answers a server sends without looking
 // anything up (FORMERR, NOTIMP, REFUSED, SERVFAIL, BADVERS). Pure functions on byte spans.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "dns/record.h"
 
 #include "dns/name.h"

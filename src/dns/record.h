@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Resource records (RFC 1035 §4.1.3) as views into a message: where the owner, the fixed
 // fields and the rdata sit. Pure functions; nothing is copied.
 #pragma once

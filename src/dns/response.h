@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The forwarder's side of the wire: writing a query for an upstream server, checking that an
 // answer belongs to it, and walking the answer's records. Pure functions on byte spans.
 #pragma once

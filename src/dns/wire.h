@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // DNS wire-format constants and bounds-checked big-endian access (RFC 1035 §4).
 // Pure functions on byte spans; every read checks its length first.
 #pragma once

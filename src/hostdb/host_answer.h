@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What a host lookup answers, in the form both fronts publish from (the NSS module's payload
 // and nscd's records): the status, the TTL, the canonical name, aliases and addresses. Built
 // from a DNS answer (following the CNAME chain from the name asked), from /etc/hosts or from a

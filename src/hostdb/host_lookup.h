@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One thread's host lookups, as `hosts: files dns` answers them: a numeric name answers
 // itself, then /etc/hosts, then DNS through the shared cache and this thread's own Resolver
 // (never glibc's resolver, which would ask nscd, that is: us), trying the names of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "hostdb/hosts_file.h"
 
 #include <arpa/inet.h>

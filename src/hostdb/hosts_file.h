@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // /etc/hosts as glibc's `files` module reads it, parsed once per change: lookups by name
 // (AF_INET, AF_INET6, or both as getaddrinfo asks) and by address, with /etc/host.conf's
 // `multi` (merge every matching line, Debian's default) applied as glibc applies it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // resolv.conf's search list, ndots and options, read through glibc's own res_ninit (which only
 // parses the file; it resolves nothing) and reloaded when the file changes; and the order in
 // which glibc's res_search tries candidate names, as a plan the caller drives one answer at a

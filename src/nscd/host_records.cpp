@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "nscd/host_records.h"
 
 #include <cstring>

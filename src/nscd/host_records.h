@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A host answer as nscd's replies carry it (nscd/protocol.h): the bytes sent on the socket,
 // which are also the record published in the map. Pure functions.
 #pragma once

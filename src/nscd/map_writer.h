@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The nscd hosts map: a file in glibc's nscd layout (nscd/protocol.h) that every process's
 // built-in nscd client maps read-only and searches with no lock and no system call. This is
 // its only writer (the nscd thread), and it never lets a reader in another process see a

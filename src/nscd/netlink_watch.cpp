@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "nscd/netlink_watch.h"
 
 #include <linux/netlink.h>

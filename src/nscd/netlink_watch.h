@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The netlink change counter glibc's __check_pf reads from the nscd map (extra_data[0]):
 // while it holds still, getaddrinfo reuses the interface list it dumped before instead of
 // dumping it again on every AI_ADDRCONFIG call. Bumped on every address, route, rule or prefix

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "nscd/nscd_server.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The nscd socket: glibc's built-in nscd client asks here before any NSS module, for every
 // program on the machine. The hosts database is answered by this thread through hostdb (as
 // `hosts: files dns` would) and published in the shared map (map_writer.h), which the clients

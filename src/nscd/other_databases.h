@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Every database but hosts (passwd, group, initgroups, services), answered through the
 // daemon's own NSS lookups (getpwnam_r and friends), uncached, on a small pool of threads off
 // the event loops, as nsncd does: some systems reach NSS modules only through the nscd socket.

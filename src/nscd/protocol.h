@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // glibc's nscd protocol and the layout of its shared map, as the glibc client reads them
 // (nscd/nscd-client.h; research/nscd-protocol.md has the reading, with citations). These are
 // our own declarations of that ABI: every size and offset glibc relies on is pinned below by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "nscd/running_guard.h"
 
 #include <sys/syscall.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // nscd_certainly_running, kept true only while this process lives. While a map's flag is
 // set, glibc's clients skip their staleness check (a clock read per lookup); the kernel
 // clears it when the process dies, however it dies (SIGKILL, a crash), so no client keeps

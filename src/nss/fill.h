@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Writing answers into the caller's buffer as glibc's NSS interface wants them (a struct
  * hostent or a gaih_addrtuple list); ERANGE when it is short. No shared state. */
 #ifndef NSCACHE_NSS_FILL_H

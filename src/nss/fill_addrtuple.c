@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Fills the gaih_addrtuple list gethostbyname4_r returns to getaddrinfo: tuples at the
  * aligned start of the caller's buffer, the canonical name after them. */
 #include <netinet/in.h>

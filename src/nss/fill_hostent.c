@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Fills a struct hostent and its pointer arrays, addresses and names inside the caller's
  * buffer, after measuring that everything fits. */
 #include <errno.h>

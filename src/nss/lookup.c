@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* One question, map then socket: builds the map key, falls back to the daemon on a miss, and
  * turns the answer's status and payload into a search outcome. */
 #include "lookup.h"

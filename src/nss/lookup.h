@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Asking one question: the shared map first, the daemon's socket on a miss. Answers come back
  * as a reply with a checked payload view. Thread-safe. */
 #ifndef NSCACHE_NSS_LOOKUP_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Reads the shared map: adopting the daemon's sealed memfd (seals, size and header checked
  * before anything is read), and the seqlocked copy of a slot that never accepts a torn,
  * foreign, stale-generation or expired entry. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The reader side of the shared map: the daemon's sealed memfd, received over the socket,
  * checked and mapped read-only, once per process and per daemon it sees. Thread-safe;
  * lookups are lock-free and make no system call: a hash, a seqlocked slot copy, a clock read

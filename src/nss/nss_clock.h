@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The module's clocks: CLOCK_MONOTONIC in milliseconds, the clock the daemon writes slot
  * expiry in, precise or coarse, read through the vDSO. Thread-safe. */
 #ifndef NSCACHE_NSS_CLOCK_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The six entry points glibc looks up in libnss_nscache.so.2, with the status, errno and
  * h_errno conventions of glibc's own dns module. The only exported symbols. */
 #include <errno.h>

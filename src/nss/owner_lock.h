@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* A try-lock whose word holds the owner's pid, for the module's rare slow paths (opening the
  * map, reloading resolv.conf). A child forked while another thread held it steals it. */
 #ifndef NSCACHE_NSS_OWNER_LOCK_H

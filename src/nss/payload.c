@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Decoding the payload of nss/protocol.h (response or map slot) with every length checked,
  * and the reply buffer that holds it. */
 #include <stdlib.h>

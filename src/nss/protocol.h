@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The contract between the daemon and libnss_nscache.so.2, and nothing else: a C header the
  * NSS module compiles against without linking any daemon code.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* One answer for one question, whichever way it came (map slot or socket), and the decoded
  * view of its payload (nss/protocol.h). Not shared between threads: each lookup owns one. */
 #ifndef NSCACHE_NSS_REPLY_H

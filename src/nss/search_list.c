@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The search list: resolv.conf read through glibc's own res_ninit (reloaded when the file
  * changes, looked at no more than once a second), and res_search's candidate order. */
 #include "search_list.h"

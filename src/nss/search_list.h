@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Which names a name is tried as, in which order, and the h_errno a failed search ends with:
  * glibc's res_search rules over resolv.conf's search list and ndots. Thread-safe. */
 #ifndef NSCACHE_NSS_SEARCH_LIST_H

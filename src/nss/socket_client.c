@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Talks to the daemon over its unix socket: non-blocking connect, the peer's credentials
  * checked, one request, one response, poll() against a deadline, the response's framing
  * checked before the payload is trusted. */

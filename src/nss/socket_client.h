@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The socket side of nss/protocol.h: one request, one response per connection to
  * NSCACHE_NSS_SOCKET, every wait bounded by a deadline, nothing read from a daemon that is
  * neither root nor this process's own user. Thread-safe (no shared state). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The daemon's side of the NSS shared map (nss/protocol.h): a sealed memfd mapped read-write
 // here, whose descriptor the NSS socket hands to every process that asks; they map it
 // read-only. The map has no path: nobody can replace, truncate or write it but this mapping.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A host answer as the NSS module reads it: the status of nss/protocol.h and the payload
 // encoding shared by the socket's responses and the map's slots. Pure functions.
 #pragma once

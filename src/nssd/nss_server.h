@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The daemon's side of the NSS module: a thread with its own event loop serving the NSS
 // socket (one request, one response per connection), answering through hostdb (/etc/hosts,
 // then the shared cache and this thread's own Resolver; the module runs the search list

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Which clients get answers (config `allow`); the rest get REFUSED. Read-only after start,
 // so workers share it without locks.
 #pragma once

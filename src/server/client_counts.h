@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Connections per client address, across all workers, for the per-client TCP cap: one
 // address (or a few) must not take every connection the daemon allows. Thread-safe: sharded
 // by a seeded hash of the address, each shard behind its own mutex (held for one map update).

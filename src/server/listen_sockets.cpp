@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "server/listen_sockets.h"
 
 #include <netinet/in.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Opening the listening sockets before privileges are dropped: for every listen address one
 // UDP and one TCP socket per worker, bound with SO_REUSEPORT so the kernel spreads clients
 // over the workers without a shared accept or receive queue.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Clients waiting for an upstream answer, on one worker: what is needed to answer each later
 // (where it is, and its query's ID, bits, question and EDNS). Used only from the owning
 // worker's thread.

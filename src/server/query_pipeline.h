@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What a worker does with each client query, whatever the transport: parse, check access,
 // answer from the cache, or hand the miss to the resolver and answer when it delivers.
 // Serve-stale and prefetch decisions live here too. One per worker, used from its thread.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Per-client-prefix rate limit for UDP queries from non-loopback clients: a token bucket per
 // /24 (IPv4) or /56 (IPv6), so one network cannot take the daemon's capacity or use it to
 // reflect traffic at a spoofed victim. TCP is not limited (its source cannot be spoofed, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What every worker of the server shares: the start-up config, the cache, the forwarding
 // state, TCP counts. Built once at start; the workers only read it (the cache and the
 // resolver state do their own locking). What a reload changes is in Settings (settings.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Settings: everything a reload may change, as one immutable snapshot built from a Config.
 // The main thread builds a new one on SIGHUP, `nscache reload` or a changed resolv.conf and
 // posts it to every worker (and the NSS thread); each swaps its pointer on its own thread,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Where the main thread leaves new Settings for a worker (or the NSS thread) to pick up on its
 // own thread when it next wakes. Only the latest matters: a second post before the pickup
 // replaces the first. Thread-safe (one mutex, held for a pointer swap).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // DNS over TCP (RFC 7766): length-prefixed messages, several queries pipelined on one
 // connection, answers written as they become ready (out of order), and limits that keep one
 // client from holding more than its share:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What all workers' TCP connections share: the limits, and the counts behind the caps and the
 // bytes queued. Thread-safe (atomics and ClientCounts' own locks).
 #pragma once

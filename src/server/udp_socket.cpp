@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "server/udp_socket.h"
 
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One worker's UDP listening socket: reads queries in batches with recvmmsg, answers the
 // cache hits of a batch with one sendmmsg. Answers to misses, which come later, are gathered
 // over one turn of the event loop and sent with one sendmmsg when the turn ends.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One worker thread: an event loop over its own UDP and TCP listening sockets (SO_REUSEPORT),
 // its TCP connections, its upstream queries and its completion queue. Workers share only the
 // cache, the forwarding state and the settings.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Redis Cluster's routing rules, as pure functions: which of the 16384 hash slots a key lives
 // in, the MOVED and ASK redirections a node answers with, and the slot map of CLUSTER SLOTS.
 // Any thread.

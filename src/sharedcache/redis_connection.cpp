@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "sharedcache/redis_connection.h"
 
 #include <hiredis/read.h>

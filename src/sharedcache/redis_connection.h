@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One connection to one Redis server through hiredis's asynchronous API, driven by our
 // EventLoop: this class is hiredis's event-library adapter (its addRead/delRead/addWrite/
 // delWrite/cleanup hooks set what epoll waits for), so Redis I/O never blocks the thread.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the shared tier stores in Redis, and how a value read back is judged: the key (the
 // local cache key's fields plus a format version, under the configured prefix) and the value
 // (absolute wall-clock times, then the answer as the DNS message an upstream would send).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Whether each Redis node of the shared tier answers, shared by every thread's SharedTier: one
 // thread that sees a node fail kFailuresBeforeDown times in a row marks it down for all (so
 // the others skip it at once instead of each paying its own timeouts), one thread at a time

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // How answers get back to the worker that holds the client. The worker that sent the upstream
 // query delivers to its own clients directly and posts to the other workers' queues; each
 // queue wakes its worker's event loop.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "upstream/failure_cache.h"
 
 #include <algorithm>

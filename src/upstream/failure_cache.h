@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Resolution failures remembered for a while (RFC 9520 §3.2): when no upstream answered a
 // question (timeouts, network errors), the same question within the next few seconds gets
 // SERVFAIL at once instead of another round of upstream queries and another wait. Repeated

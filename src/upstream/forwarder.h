@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Forwarder: what the query pipeline needs from the forwarding layer, as an interface, so the
 // pipeline and the TCP code can be tested with a fake one (tests/unit/server/).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Coalescing: identical questions in flight share one upstream query. The first asker (the
 // leader) sends it; later askers are added as waiters and all get the one answer.
 // Thread-safe: sharded by key, one mutex per shard, held only to add or take waiters.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The answers nscache gives itself, without asking upstream: local names (local-records, the
 // hosts file), localhost (RFC 6761 §6.3), the zones kept local (NXDOMAIN with an SOA so
 // clients cache it), and CHAOS-class identity queries (version.bind, id.server...), which are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "upstream/probe.h"
 
 #include <sys/socket.h>

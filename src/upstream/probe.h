@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Background health probe for an upstream marked down: every second one query for the root
 // NS set, off the client path, over UDP, or over the worker's TLS connection to a tls://
 // upstream. The first matching answer marks the upstream up again.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the forwarder asks upstream, in the form every layer needs it: the cache key, the
 // coalescing key and the wire question. Owns its lower-cased name.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The forwarding half of a worker: takes cache misses, coalesces them with identical queries
 // in flight on any worker, sends one upstream query per distinct question, stores the answer
 // in the cache and hands it to every waiter. One Resolver per worker thread, used only from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Where a question goes: split DNS ([[forward]] rules, longest domain suffix wins, "." the
 // default), the zones nscache answers itself instead of leaking them upstream (RFC 6761
 // localhost/local/invalid, RFC 7686 onion, RFC 8375 home.arpa, the RFC 6303/7793 private

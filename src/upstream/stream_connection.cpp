@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "upstream/stream_connection.h"
 
 #include <netinet/in.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One worker's long-lived connection to one upstream over TCP (RFC 7766) or TLS (RFC 7858):
 // queries from any of the worker's UpstreamQuerys are pipelined on it, each with an ID no
 // other query on the connection holds, and answers are matched by ID and question in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "upstream/tls_client.h"
 
 #include <openssl/err.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // DNS over TLS (RFC 7858) client side: one OpenSSL context for the whole daemon, built at
 // start from the settings (trust store or tls-ca-file, TLS 1.2 at least, 1.3 preferred,
 // client session tickets for resumption), and the check that decides whether a finished

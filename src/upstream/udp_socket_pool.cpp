@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "upstream/udp_socket_pool.h"
 
 #include <netinet/in.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A worker's pool of pre-opened UDP sockets for upstream queries (issue 11). Each socket is
 // bound to a port the kernel picks at random when it is opened, is registered with the
 // worker's event loop once, and carries at most one outstanding query at a time: no two

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One question sent upstream, from first send to final answer. Each attempt goes out over UDP
 // from a socket of the worker's pool that no other query holds (so its own random source
 // port) with a fresh random ID; an answer is accepted only from that attempt's upstream

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The upstream servers and what we know of their health: smoothed RTT, consecutive failures,
 // and whether they are marked down. Shared by all workers; every field is an atomic, so
 // choosing an upstream takes no lock.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Fixtures for nscache's integration tests.
 
 - `nsd`: a real authoritative upstream (NSD) on a free loopback port, serving zones generated

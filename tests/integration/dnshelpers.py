@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Client-side helpers for nscache's integration tests (dnspython plus raw sockets)."""
 
 import select

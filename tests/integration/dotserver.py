@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A DNS over TLS server for the tests that need answers in an order of their choosing.
 
 It accepts TLS connections on 127.0.0.1 (certificate and key from the test CA), reads framed

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A scriptable fake upstream DNS server for nscache's integration tests.
 
 It listens on 127.0.0.1 (or ::1), UDP and TCP on the same port, in background threads. Tests set its

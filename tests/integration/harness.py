@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Shared data and process helpers of the integration tests (zone contents, the repo path,
 stopping processes). Test modules import from here, never from conftest (tests/integration/nss
 has a conftest.py of its own, and only one module can be called `conftest`)."""

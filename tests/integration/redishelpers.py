@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Real redis-server processes for the shared-cache tests, and a minimal RESP client to look at
 and tamper with what they hold. Servers listen on free loopback ports (or a unix socket in the
 test's folder), keep nothing on disk, and are stopped by PID."""

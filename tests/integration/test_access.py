@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Access control: clients outside `allow` get REFUSED; the list replaces the default."""
 
 import dns.exception

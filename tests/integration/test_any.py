@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Queries for type ANY are answered by nscache itself (RFC 8482): with the name's A and AAAA
 RRsets (§4.1: a subset of its RRsets, what stubs such as c-ares' ares_query_any / Node's
 dns.resolveAny() want), asked upstream as the A and AAAA questions and cached as those; one

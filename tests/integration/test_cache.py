@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Caching behaviour: hits, TTL countdown, expiry, negative caching (RFC 2308), clamps,
 serve-stale, memory budget."""
 

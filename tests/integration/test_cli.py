@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The command line: exit codes, messages, check-config, query."""
 
 import os

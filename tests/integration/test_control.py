@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The control socket and its client subcommands: stats, flush, dump, load, cache-file."""
 
 import grp

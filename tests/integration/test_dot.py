@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """DNS over TLS upstreams (RFC 7858, issue 11) against a real unbound serving DoT on
 loopback with a certificate from a CA this module makes: answers, authentication by name,
 CA and SPKI pin in strict mode, opportunistic mode, session resumption, reconnection when the

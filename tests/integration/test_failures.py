@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Resolution failures as RFC 9520 requires, one TTL per RRset (RFC 2181 §5.2), and Extended
 DNS Errors (RFC 8914) on the answers nscache makes itself (issue 13)."""
 

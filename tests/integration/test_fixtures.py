@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Self-tests of the test harness: NSD and the fake upstream, without nscache."""
 
 import socket

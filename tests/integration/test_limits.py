@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Limits that keep one client, one upstream or one operator mistake from taking the daemon
 down (issue 9): the in-flight cap answered without re-entering TCP, descriptor exhaustion
 without a busy loop, TCP connection caps and deadlines, one instance per runtime path,

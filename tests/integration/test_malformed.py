@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Malformed client packets: each gets FORMERR (or NOTIMP, or silence where there is nothing
 to answer), and the daemon keeps answering valid queries afterwards."""
 

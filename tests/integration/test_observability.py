@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What an operator watches (issue 10, item 6): answer latency by source (cache, upstream,
 stale) as a Prometheus histogram, per-upstream-server counters, round-trip time and state,
 per-group (forwarding rule) counts, in `nscache stats` and on the metrics endpoint; and the log

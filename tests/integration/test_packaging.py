@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What a packager and an administrator rely on beyond the daemon's behaviour: hardened
 binaries (the NSS module is loaded into setuid programs) and a systemd unit that waits for
 readiness and bounds the daemon's memory."""

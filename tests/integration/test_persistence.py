@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Persistence (issue 3): the `cache-file` option across a restart with the right remaining
 TTLs, damaged files skipped with a clear log line, and kill -9 leaving the previous file whole.
 (test_control.py covers the dump/load commands and a basic cache-file restart.)"""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Rate limiting per client prefix (issue 3): only non-loopback clients are limited, so the
 daemon runs in a network namespace this test creates, with a veth pair to a second namespace
 where the client sockets live (addresses in 198.18.0.0/15, the benchmarking range, inside

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Living with the daemon (issue 10): reload without losing the cache or a query, upstreams
 that follow resolv.conf, split DNS, names kept local (RFC 6761, RFC 6303), CHAOS answered by
 nscache itself, local records."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Keeping answers coming through faults and hostile input (issue 3): serve-stale across an
 upstream outage, prefetch across expiry, upstream health (mark down, probe back up), a
 garbage flood, a forged-answer flood, many idle TCP clients, and oversized TCP frames.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Split DNS ([[forward]], longest suffix wins), names that never leave the host (RFC 6761,
 RFC 6303 private reverse zones, .onion, home.arpa), CHAOS identity queries answered here, and
 local records (issue 10 items 3 and 4)."""

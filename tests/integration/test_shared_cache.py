@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The shared second-level cache in Redis (issue 12), against real redis-server processes on
 loopback: two daemons sharing one Redis, Redis stopped and killed under load, garbage and forged
 values, and a 3-node Redis Cluster with a node killed and slots moved during load.

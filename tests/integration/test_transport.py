@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """UDP and TCP transport: TCP, pipelining, truncation and EDNS sizes, echo of ID and question."""
 
 import socket

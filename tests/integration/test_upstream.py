@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Forwarding: TCP fallback, coalescing, failover, timeouts, validation of upstream answers."""
 
 import time

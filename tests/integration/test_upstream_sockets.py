@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The upstream socket pool (issue 11): every query in flight has its own source port, ports
 change over time, and a mismatched answer retires the socket it arrived on."""
 

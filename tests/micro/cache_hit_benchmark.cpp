@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Micro-benchmark of the hit path without the kernel: parse a query, look it up, render the
 // answer, as a worker does for each cached query. With several threads on one shared cache it
 // shows whether hits scale with cores (no global lock) on machines with more cores than the

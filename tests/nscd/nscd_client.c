@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* glibc's own resolver calls, for the nscd front's tests (tests/integration/nscd): whatever
  * answers them (nscache through glibc's built-in nscd client, or `files dns` straight) is
  * printed one fact per line, for the tests to compare.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Tests src/nss/map_reader.c against a writer of our own that follows protocol.h's seqlock
  * rules: first the reader's rules one by one (expiry, generation, neighbour slot, live flag,
  * a replaced map, descriptors that are not a sealed map), then a hammer: one writer process

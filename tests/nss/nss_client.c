@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* A small client for the NSS module's tests: resolves through glibc (getaddrinfo,
  * gethostbyname*, gethostbyaddr*) or calls the module's entry points directly (dlopen), and
  * prints what came back one fact per line, for tests/integration/nss to compare.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Stress test of the NSS module against the real daemon: P processes x T threads resolve
  * generated names through glibc (getaddrinfo for AF_UNSPEC, AF_INET, AF_INET6, and
  * gethostbyname_r) while the daemon inserts, evicts, expires and flushes. Every answer is

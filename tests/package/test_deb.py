@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The Debian packages (debian/): they build from a clean copy of the tree, lintian finds no
 error in them, and they install, run, remove and purge in a throwaway root.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Test helper: assembles DNS messages byte by byte, so tests can write both well-formed
 // messages and exactly the malformed ones they want.
 #pragma once

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Fixtures for the nscd front's tests: glibc's own nscd client against the real daemon.
 
 - `nscd_ns` (module): private network + mount namespaces (nsenv.py) with their own /run (so

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What the nscd tests share: the namespaces' files and the one record table both servers
 serve (NSD in the namespaces, what `files dns` asks; the daemon's fake upstream)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """nscache in nscd's place: glibc's built-in nscd client (every unmodified program) against
 the real daemon, in private namespaces. Each answer is compared with what glibc gives for the
 same call with the daemon stopped (`hosts: files dns` straight, against NSD serving the same

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Fixtures for the NSS module's tests (tests/integration/nss).
 
 - `nss_build`: where the build put libnss_nscache.so.2 and the C test programs (<build>/nss,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A private world for glibc: a network namespace with its own loopback (so a test DNS server
 can own 127.0.0.1:53, the only port glibc's `dns` module uses) and a mount namespace where
 /etc/resolv.conf, /etc/hosts and /etc/nsswitch.conf are the test's own files (bind mounts;

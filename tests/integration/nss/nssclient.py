@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Running lookups inside the test namespaces and reading their output: getent, the C client
 (tests/nss/nss_client.c) and Python's socket.getaddrinfo."""
 

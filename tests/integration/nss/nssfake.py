@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A fake nscache daemon for the NSS module's tests: serves NSCACHE_NSS_SOCKET from a table of
 answers, records every request, hands out its map (a sealed memfd) on GET_MAP, and (if
 `publish`) writes each answer into the map like the daemon does. Lets the module be tested

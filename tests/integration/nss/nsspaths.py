@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Where the repository and the build under test are: the build is the folder of NSCACHE_BIN
 (as the parent conftest uses), else <repo>/build; the module and test programs are in its
 nss/ folder."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """nss/protocol.h in Python, for the tests: socket messages, payload encoding, map keys and
 hash, a map writer that follows the daemon's rules (a sealed memfd; seqlocked slots: odd
 while writing, even when done), and a client that asks a daemon for its map.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """libnss_nscache.so.2 with the real daemon: `nscache serve --nss-socket ...`
 forwarding to the fake upstream (addresses 192.0.2.x, 2001:db8::x), clients in the test
 namespaces with `hosts: files nscache dns`, where glibc's own dns module would reach NSD on

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """`make install DESTDIR=...` and `make uninstall DESTDIR=...`: the daemon, the module in the
 multiarch library directory, the default config (never overwritten), the systemd unit (checked
 with systemd-analyze verify when available) and the sysusers entry land where expected, and

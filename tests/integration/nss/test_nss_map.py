@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The shared map's reader (src/nss/map_reader.c) against a seqlock writer of its own
 (tests/nss/map_reader_test.c): the reader's rules one by one, then a writer process hammering
 colliding slots while reader threads in three processes check every hit is whole, unexpired

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """libnss_nscache.so.2 against a fake daemon (nssfake.py): the module's own rules, exactly,
 whatever the real daemon does. Every client runs in the test namespaces (nsenv.py) with
 `hosts: files nscache`, so only /etc/hosts or the module can answer, except where a test

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The daemon's NSS socket under conditions the shared `daemon` fixture cannot set up: the
 daemon started under strace (how it sets the socket's mode) and with few file descriptors
 (what it does when accept fails). Each test starts `nscache serve` itself (ServeProcess) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Several threads inserting, looking up and flushing at once: every hit must be a whole,
 // correct answer for the name asked. Run under ThreadSanitizer in CI.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Test helper: upstream answers for cache tests and the queries that ask for them.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "common/file_watch.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "common/slot_table.h"
 
 #include <gtest/gtest.h>

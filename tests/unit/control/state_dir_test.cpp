@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "control/state_dir.h"
 
 #include <gtest/gtest.h>

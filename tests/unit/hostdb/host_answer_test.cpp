@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "hostdb/host_answer.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "hostdb/search_list.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "nscd/map_writer.h"
 
 #include <sys/mman.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "nssd/hosts_map.h"
 
 #include <fcntl.h>

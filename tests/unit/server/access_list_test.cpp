@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "server/access_list.h"
 
 #include <arpa/inet.h>

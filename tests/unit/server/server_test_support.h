@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Test harness for the event-driven server code: a real cache, QueryPipeline and TCP
 // connections on a real EventLoop, with a fake Forwarder in place of the resolver so a test
 // decides when (and how) misses are answered. Clients are socketpairs.

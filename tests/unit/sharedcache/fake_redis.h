@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Test helper: a Redis server the test answers by hand, on a loopback port. It accepts any
 // number of connections, parses the commands hiredis sends (RESP arrays of bulk strings) and
 // writes back whatever raw RESP the test gives it, so tests can answer late, never, wrongly,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "sharedcache/shared_tier.h"
 
 #include <gtest/gtest.h>

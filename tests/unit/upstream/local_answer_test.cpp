@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "upstream/local_answer.h"
 
 #include <gtest/gtest.h>

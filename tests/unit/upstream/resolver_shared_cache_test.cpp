@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The Resolver with a shared tier: the leader of a miss asks Redis first; a hit is answered,
 // cached and never sent upstream; a miss goes upstream and its answer is written back.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "upstream/upstream_set.h"
 
 #include <gtest/gtest.h>

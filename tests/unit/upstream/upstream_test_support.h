@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Test harness for the forwarding code: a Resolver on a real EventLoop, and a fake upstream
 // server the test drives by hand (a UDP socket and a TCP listener on one loopback port), so
 // a test reads each query the resolver sends and decides what comes back.
