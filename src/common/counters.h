@@ -64,6 +64,7 @@ namespace nscache {
     X(shared_misses, "shared-tier lookups that found nothing usable (absent or expired)")          \
     X(shared_timeouts, "shared-tier requests that got no reply within shared-cache.timeout")       \
     X(shared_errors, "shared-tier requests that failed: connection lost, error reply")             \
+    X(shared_abandoned, "shared-tier requests failed by a connection nscache dropped (a timeout)") \
     X(shared_invalid, "shared-tier values dropped: malformed, oversized, other question")          \
     X(shared_skipped, "misses that went upstream without asking: tier down or full")               \
     X(shared_redirects, "Redis Cluster MOVED and ASK redirections followed")                       \

@@ -116,6 +116,9 @@ struct Config {
     // time) before it is closed and replaced by one on a fresh port.
     uint32_t upstream_sockets = 64;
     uint32_t upstream_socket_uses = 64;
+    // DNS cookies (RFC 7873) on upstream UDP queries (BIND's send-cookie). Off for a path
+    // whose boxes mishandle the option in ways the FORMERR retry cannot see.
+    bool upstream_cookies = true;
     // Upstream TCP and TLS connections (one per worker and server, pipelined) close after
     // this long with nothing outstanding.
     uint32_t upstream_idle_timeout_ms = 10'000;

@@ -224,6 +224,7 @@ const std::map<std::string, Setter, std::less<>>& setters() {
              if (c.upstream_socket_uses == 0) return "expected 1 or more";
              return std::nullopt;
          }},
+        {"upstream-cookies", bool_field(&Config::upstream_cookies)},
         {"upstream-idle-timeout", duration_ms(&Config::upstream_idle_timeout_ms, 3'600'000)},
         {"tls-ca-file", string_field(&Config::tls_ca_file)},
         {"tls-auth",

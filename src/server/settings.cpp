@@ -30,6 +30,7 @@ SettingsPtr make_settings(const Config& c, std::shared_ptr<const upstream::Routi
     o.udp_pool.max_uses = c.upstream_socket_uses;
     o.stream_idle_timeout_ms = c.upstream_idle_timeout_ms;
     o.tls_auth = c.tls_auth;
+    o.upstream_cookies = c.upstream_cookies;
     o.shared_cache = c.shared_cache;
     s->tcp = TcpLimits{.idle_timeout_ms = c.tcp_idle_timeout_ms,
                        .read_timeout_ms = c.tcp_read_timeout_ms,

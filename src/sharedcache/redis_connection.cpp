@@ -101,6 +101,7 @@ bool RedisConnection::open(const RedisEndpoint& endpoint) {
     }
     ac_ = ac;
     closing_ = false;
+    closed_by_us_ = false;
     reading_ = writing_ = false;
     expected_.clear();
     std::call_once(g_functions_once, [ac] { g_hiredis_functions = ac->c.reader->fn; });
@@ -145,8 +146,13 @@ bool RedisConnection::command(std::initializer_list<std::string_view> args, uint
 }
 
 void RedisConnection::close() {
+    end(true);
+}
+
+void RedisConnection::end(bool by_us) {
     if (ac_ == nullptr || closing_) return;
     closing_ = true;
+    closed_by_us_ = by_us;
     // Inside a hiredis callback this only marks the context; hiredis frees it when the
     // callback returns.
     redisAsyncFree(ac_);
@@ -161,7 +167,8 @@ void RedisConnection::on_event(uint32_t events) {
     if (events & EPOLLOUT) redisAsyncHandleWrite(ac);
     if (ac_ != ac) return;
     const redisReader* reader = ac->c.reader;
-    if (reader != nullptr && reader->len - reader->pos > kMaxBufferedReply) close();
+    // The server's doing, as a protocol error is: its commands fail as the server's fault.
+    if (reader != nullptr && reader->len - reader->pos > kMaxBufferedReply) end(false);
 }
 
 void RedisConnection::set_interest(bool reading, bool writing) {
@@ -193,6 +200,7 @@ void RedisConnection::cleanup(void* self) {
     c->loop_.remove(c->registration_);
     c->ac_ = nullptr;
     c->closing_ = false;
+    c->closed_by_us_ = false;
     c->reading_ = c->writing_ = false;
     c->pending_ = 0;
     c->expected_.clear();

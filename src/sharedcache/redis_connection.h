@@ -6,8 +6,9 @@
 //
 // Contract: every command that command() accepted gets exactly one Listener::on_reply, from
 // the loop: with the reply, or with null when the connection ended first (close(), an error,
-// a protocol error, the server going away). Nothing is delivered from inside command() or
-// open(). A context hiredis frees by itself (an error) leaves the object closed and reusable.
+// a protocol error, the server going away; closed_by_us() tells the first from the others). Nothing
+// is delivered from inside command() or open(). A context hiredis frees by itself (an error) leaves
+// the object closed and reusable.
 //
 // Bounded: what a server sends is judged while hiredis parses it, not once a reply is whole
 // (hiredis 0.14 keeps every element of an unfinished array, with no limit on their number).
@@ -79,6 +80,9 @@ class RedisConnection final : public EventHandler {
     // Ends the connection. Commands still waiting get on_reply(null): at once, or, when called
     // from inside a reply, right after that reply's handler returns.
     void close();
+    // True while the null replies that follow close() are delivered: those commands failed
+    // because we ended the connection, not because the server did anything.
+    bool closed_by_us() const { return closed_by_us_; }
     // Commands sent and not yet answered.
     size_t pending() const { return pending_; }
 
@@ -102,6 +106,9 @@ class RedisConnection final : public EventHandler {
     static bool admit(const redisReadTask* task, size_t elements, size_t bytes);
 
     void set_interest(bool reading, bool writing);
+    // close(), and what the connection does itself to a server past its bounds (`by_us`
+    // false: the commands on it fail as after a protocol error).
+    void end(bool by_us);
 
     EventLoop& loop_;
     Listener* listener_;  // null while the destructor runs
@@ -110,6 +117,7 @@ class RedisConnection final : public EventHandler {
     bool reading_ = false;
     bool writing_ = false;
     bool closing_ = false;  // hiredis is freeing the context (or will, once a callback returns)
+    bool closed_by_us_ = false;  // ... because close() asked it to
     size_t pending_ = 0;
     // The reply types of the commands sent on this context whose replies the reader has not
     // begun, in the order sent (at most the commands pending).

@@ -166,7 +166,8 @@ void SharedTier::on_deadlines() {
         // A reply past its deadline would still be read, and behind it every later one: a
         // server trickling one endless reply held the connection (and all hiredis had parsed
         // of it) while each timeout counted only one failure of the three that mark the node
-        // down. Dropped, the requests still on it fail now and the next one starts afresh.
+        // down. Dropped, the requests still on it fail now (no failure of the node: that was
+        // this one) and the next one starts afresh.
         if (n.connection) n.connection->close();
         if (kind == Kind::Get) sink_.shared_lookup_done(token, nullptr);
     }
@@ -243,16 +244,16 @@ void SharedTier::store(const cache::CacheKey& key, const cache::PreparedAnswer& 
     bump(counters_.shared_writes);
 }
 
-void SharedTier::on_reply(RedisConnection&, uint64_t token, const redisReply* reply) {
+void SharedTier::on_reply(RedisConnection& connection, uint64_t token, const redisReply* reply) {
     Request* r = requests_.find(token);
     if (r == nullptr) return;  // timed out already
     const int node = r->node;
     switch (r->kind) {
         case Kind::Get:
-            on_get_reply(token, *r, reply);
+            on_get_reply(token, *r, reply, connection.closed_by_us());
             return;
         case Kind::Set:
-            on_set_reply(token, *r, reply);
+            on_set_reply(token, *r, reply, connection.closed_by_us());
             return;
         case Kind::Auth:
             requests_.remove(token);
@@ -289,12 +290,23 @@ void SharedTier::on_reply(RedisConnection&, uint64_t token, const redisReply* re
     }
 }
 
-void SharedTier::on_get_reply(RequestId id, Request& r, const redisReply* reply) {
+void SharedTier::connection_lost(const Request& r, bool closed_by_us) {
+    // One stall is one failure: counted for each request our close failed as well, one late
+    // reply with two lookups behind it made three in a row and took the node down.
+    if (closed_by_us) {
+        bump(counters_.shared_abandoned);
+        return;
+    }
+    bump(counters_.shared_errors);
+    node_failed(r.node, r.epoch);
+}
+
+void SharedTier::on_get_reply(RequestId id, Request& r, const redisReply* reply,
+                              bool closed_by_us) {
     const int node = r.node;
     const uint64_t epoch = r.epoch;
     if (reply == nullptr) {  // the connection went down with the request on it
-        bump(counters_.shared_errors);
-        node_failed(node, epoch);
+        connection_lost(r, closed_by_us);
         finish_get(id, nullptr);
         return;
     }
@@ -360,13 +372,13 @@ void SharedTier::on_get_reply(RequestId id, Request& r, const redisReply* reply)
     finish_get(id, nullptr);
 }
 
-void SharedTier::on_set_reply(RequestId id, Request& r, const redisReply* reply) {
+void SharedTier::on_set_reply(RequestId id, Request& r, const redisReply* reply,
+                              bool closed_by_us) {
     const int node = r.node;
     const uint64_t epoch = r.epoch;
     if (reply == nullptr) {
+        connection_lost(r, closed_by_us);
         requests_.remove(id);
-        bump(counters_.shared_errors);
-        node_failed(node, epoch);
         return;
     }
     if (reply->type == REDIS_REPLY_ERROR) {

@@ -115,8 +115,11 @@ class SharedTier final : public RedisConnection::Listener {
     void watch(RequestId id);
     void on_deadlines();
 
-    void on_get_reply(RequestId id, Request& r, const redisReply* reply);
-    void on_set_reply(RequestId id, Request& r, const redisReply* reply);
+    void on_get_reply(RequestId id, Request& r, const redisReply* reply, bool closed_by_us);
+    void on_set_reply(RequestId id, Request& r, const redisReply* reply, bool closed_by_us);
+    // A request that got no reply because its connection ended: a failure of the node, unless
+    // we ended it (another request on it timed out), which says nothing of the node.
+    void connection_lost(const Request& r, bool closed_by_us);
     enum class Redirected : uint8_t { No, Followed, Unfollowable };
     // Follows MOVED or ASK (cluster only).
     Redirected follow_redirect(RequestId id, Request& r, const redisReply& reply);

@@ -47,6 +47,7 @@ struct ResolverOptions {
     UdpPoolOptions udp_pool;
     uint64_t stream_idle_timeout_ms = 10'000;  // upstream TCP and TLS connections
     TlsAuth tls_auth = TlsAuth::Strict;
+    bool upstream_cookies = true;  // DNS cookies (RFC 7873) on UDP queries
     // The second-level cache in Redis ([shared-cache]); off unless it names a server. Read
     // from the options at start (ResolverShared's) only: a reload keeps it.
     SharedCacheConfig shared_cache;

@@ -190,7 +190,11 @@ bool UpstreamQuery::send_udp(int upstream, UdpAttempt& attempt) {
     attempt.socket = owner_.udp_pool().acquire(to.family(), &attempt);
     if (attempt.socket == nullptr) return false;
     attempt.id = secure_random_u16();
-    const CookieOption cookie = owner_.cookies().option_for(to, loop_.now_ms());
+    CookieOption cookie;  // none: `upstream-cookies = false` (BIND's send-cookie)
+    if (owner_.options().upstream_cookies) {
+        cookie = owner_.cookies().option_for(to, loop_.now_ms());
+    }
+    attempt.cookie_sent = cookie.size > 0;
     std::copy_n(cookie.bytes.begin(), kClientCookieSize, attempt.cookie.bytes.begin());
     uint8_t wire[dns::kMaxUpstreamQuery];
     const size_t n = dns::write_upstream_query(
@@ -226,30 +230,38 @@ void UpstreamQuery::on_udp_readable(UdpAttempt& attempt) {
             owner_.udp_pool().taint(attempt.socket);
             continue;
         }
-        const bool scanned = dns::scan_response(msg, tls_scan);
-        if (scanned) {
-            const CookieVerdict verdict = check_cookie(msg, want, attempt);
-            if (verdict == CookieVerdict::Wrong || verdict == CookieVerdict::Missing) {
-                // RFC 7873 §5.3: not the answer to our query, whatever its ID says. Someone
-                // off the path is guessing on this port: as for other mismatches.
-                bump(counters_.upstream_bad_cookies);
-                cookie_missing_ = cookie_missing_ || verdict == CookieVerdict::Missing;
-                owner_.udp_pool().taint(attempt.socket);
-                continue;
-            }
+        if (!dns::scan_response(msg, tls_scan)) {
+            // Its header and question match but the rest does not parse, so its cookie (if
+            // any) cannot be checked: taken as an answer, a forger who matched ID and port
+            // alone could end the attempt, skew the server's RTT and reset its health. A
+            // mismatch like any other; the real answer may still come.
+            bump(counters_.dropped_mismatched);
+            owner_.udp_pool().taint(attempt.socket);
+            continue;
+        }
+        const CookieVerdict verdict = check_cookie(msg, want, attempt);
+        if (verdict == CookieVerdict::Wrong || verdict == CookieVerdict::Missing) {
+            // RFC 7873 §5.3: not the answer to our query, whatever its ID says. Someone
+            // off the path is guessing on this port: as for other mismatches.
+            bump(counters_.upstream_bad_cookies);
+            cookie_missing_ = cookie_missing_ || verdict == CookieVerdict::Missing;
+            owner_.udp_pool().taint(attempt.socket);
+            continue;
         }
         // This attempt is answered: its socket may serve another query.
         close_attempt(attempt, true);
         upstreams_.record_answer(static_cast<size_t>(attempt.upstream),
                                  static_cast<uint32_t>(monotonic_us() - attempt.sent_at_us),
                                  loop_.now_ms());
-        on_answer(msg, attempt.upstream, nullptr, scanned);
+        on_answer(msg, attempt.upstream, nullptr, true, attempt.cookie_sent);
         return;  // on_answer moved on (retry, TCP, or finished and destroyed us)
     }
 }
 
 CookieVerdict UpstreamQuery::check_cookie(dns::Bytes msg, const SocketAddress& from,
                                           const UdpAttempt& attempt) {
+    // A query without a cookie expects none back (RFC 7873 §5.3: ignored).
+    if (!attempt.cookie_sent) return CookieVerdict::None;
     dns::Bytes option;
     const bool present =
         tls_scan.has_opt &&
@@ -351,8 +363,8 @@ void UpstreamQuery::on_stream_failed() {
     next_attempt();
 }
 
-void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, StreamConnection* stream,
-                              bool scanned) {
+void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, StreamConnection* stream, bool scanned,
+                              bool cookie_sent) {
     UpstreamServer& from = upstreams_.at(static_cast<size_t>(upstream));
     from.answers.fetch_add(1, std::memory_order_relaxed);
     if (!scanned && !dns::scan_response(msg, tls_scan)) {
@@ -381,6 +393,22 @@ void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, StreamConnection* st
             next_attempt();
         }
         return;
+    }
+    if (cookie_sent && tls_scan.extended_rcode == static_cast<uint16_t>(dns::Rcode::FormErr) &&
+        !owner_.cookies().has_server_cookie(from.udp_address())) {
+        // Old forwarders and CPE boxes answer FORMERR to an EDNS option they do not know
+        // (RFC 6891 §6.1.2 says to ignore it): asked again at once without the cookie, and
+        // sent none for a while. Only a server that never sent a cookie: one that did knows
+        // the option, and a forged FORMERR cannot turn its cookies off.
+        bump(counters_.upstream_errors);
+        owner_.cookies().refuses_cookies(from.udp_address(), loop_.now_ms());
+        if (!formerr_retried_ && udp_sent_[upstream] < kMaxTriesPerServer &&
+            attempts_ < kMaxAttempts) {
+            formerr_retried_ = true;
+            ++attempts_;
+            send_attempt(upstream);
+            return;
+        }
     }
     auto prepared = cache::prepare_answer(msg, tls_scan, owner_.options().ttl);
     if (!prepared) {

@@ -78,7 +78,8 @@ class UpstreamQuery final : public StreamConnection::Waiter {
         UdpSocketPool::Socket* socket = nullptr;
         int upstream = -1;
         uint16_t id = 0;
-        ClientCookie cookie;  // what the query carried (RFC 7873): the answer must echo it
+        ClientCookie cookie;       // what the query carried (RFC 7873): the answer must echo it
+        bool cookie_sent = false;  // false: cookies off, or a server that refuses them
         uint64_t sent_at_us = 0;
 
         void on_readable() override { query->on_udp_readable(*this); }
@@ -108,8 +109,10 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     void arm_timer(uint64_t wait_ms);
     // A message that passed the source, ID and question checks. `stream`: the connection
     // it came on (null for UDP).
-    // `scanned`: scan_response already filled tls_scan from `msg`.
-    void on_answer(dns::Bytes msg, int upstream, StreamConnection* stream, bool scanned = false);
+    // `scanned`: scan_response already filled tls_scan from `msg`. `cookie_sent`: the UDP
+    // query it answers carried a COOKIE option.
+    void on_answer(dns::Bytes msg, int upstream, StreamConnection* stream, bool scanned = false,
+                   bool cookie_sent = false);
     // Ends the query; `this` is destroyed when it returns.
     void finish(std::shared_ptr<const cache::PreparedAnswer> answer, int answered_by);
 
@@ -138,6 +141,7 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     uint8_t udp_sent_[64] = {};
     uint8_t tcp_sent_[64] = {};
     bool badcookie_retried_ = false;  // RFC 7873 §5.3: one retry after BADCOOKIE
+    bool formerr_retried_ = false;    // one retry without the cookie after FORMERR
     bool cookie_missing_ = false;     // an answer dropped for leaving out an expected cookie
     bool sent_any_ = false;           // a query left for some upstream (not only failed sends)
     std::shared_ptr<const void> set_owner_;

@@ -24,6 +24,8 @@ behaviour through attributes (they may be changed while it runs):
                 a server cookie made of it (RFC 9018 layout, a hash under `cookie_secret`)
     cookie_require  with `cookies`: a query without a valid server cookie gets BADCOOKIE
                 (rcode 23) and a fresh server cookie
+    formerr_on_cookie  answer FORMERR (without OPT) to any query carrying a COOKIE option, as
+                old forwarders and home routers that reject unknown EDNS options do
     udp_loss    drop (after recording) each UDP query with this probability, drawn from
                 `rng` (seeded: a test's losses are the same on every run)
 
@@ -110,6 +112,7 @@ class FakeUpstream:
         self.udp_drop_first = 0
         self.cookies = False
         self.cookie_require = False
+        self.formerr_on_cookie = False
         self.cookie_secret = os.urandom(16)
         self.cookie_time = int(time.time())
         self.udp_loss = 0.0
@@ -222,6 +225,10 @@ class FakeUpstream:
         resp = dns.message.make_response(query, our_payload=1232)
         resp.flags |= dns.flags.AA
         mode = self.mode
+        if self.formerr_on_cookie and self.cookie_of(query) is not None:
+            resp.use_edns(False)
+            resp.set_rcode(dns.rcode.FORMERR)
+            return resp
         if mode == "servfail":
             resp.set_rcode(dns.rcode.SERVFAIL)
             if self.ede is not None and query.edns >= 0:

@@ -78,3 +78,28 @@ def test_badcookie_is_retried_with_the_new_server_cookie(daemon, fake_upstream):
     r = udp(d.port, "strict.fake.test")
     assert a_addrs(r) == ["192.0.2.35"]
     assert len(_cookies(fake_upstream, "strict.fake.test")) == 2
+
+
+def test_formerr_to_the_cookie_is_retried_without_it(daemon, fake_upstream):
+    # An old forwarder or home router that rejects an EDNS option it does not know.
+    fake_upstream.formerr_on_cookie = True
+    fake_upstream.add("old.fake.test.", "A", 300, "192.0.2.36")
+    fake_upstream.add("later.fake.test.", "A", 300, "192.0.2.37")
+    d = daemon(fake_upstream.addr, threads=1)
+    r = udp(d.port, "old.fake.test", timeout=6)
+    assert r.rcode() == dns.rcode.NOERROR and a_addrs(r) == ["192.0.2.36"]
+    sent = _cookies(fake_upstream, "old.fake.test")
+    assert len(sent) == 2, f"{len(sent)} UDP queries: FORMERR is retried once, at once"
+    assert sent[0] is not None and sent[1] is None
+    # Remembered: the next question goes without a cookie from the start.
+    r = udp(d.port, "later.fake.test", timeout=6)
+    assert a_addrs(r) == ["192.0.2.37"]
+    assert _cookies(fake_upstream, "later.fake.test") == [None]
+
+
+def test_upstream_cookies_false_sends_none(daemon, fake_upstream):
+    fake_upstream.cookies = True
+    fake_upstream.add("plain.fake.test.", "A", 300, "192.0.2.38")
+    d = daemon(fake_upstream.addr, threads=1, config="upstream-cookies = false\n")
+    assert a_addrs(udp(d.port, "plain.fake.test")) == ["192.0.2.38"]
+    assert _cookies(fake_upstream, "plain.fake.test") == [None]

@@ -182,6 +182,33 @@ TEST(SharedTier, ATimedOutRequestDropsItsConnection) {
     EXPECT_EQ(h.counters.shared_hits.load(), 0u);
 }
 
+// Dropping a timed-out request's connection fails every other request on it; those failures
+// are nscache's own doing, not the node's. Counted as failures, one stall with two lookups
+// behind it made three in a row and marked the node down (with the default 5 ms timeout, any
+// hiccup took the tier down: misses upstream, probes, reconnect, AUTH again).
+TEST(SharedTier, OneTimeoutWithOthersInFlightIsOneFailure) {
+    FakeRedis redis;
+    Harness h(standalone(redis, 50));
+    Key www("www.example.test");
+    for (uint64_t token = 1; token <= 3; ++token) {
+        ASSERT_TRUE(h.tier->lookup(www.key, token, false));
+        ASSERT_TRUE(h.next(redis));  // sent; never answered
+        const uint64_t until = monotonic_ms() + 10;
+        while (monotonic_ms() < until && h.sink.outcomes.empty()) h.loop.run_once(2);
+    }
+    ASSERT_TRUE(h.run_until([&] { return h.sink.outcomes.size() == 3; }));
+    for (const Outcome& o : h.sink.outcomes) EXPECT_FALSE(o.answer);
+    EXPECT_EQ(h.counters.shared_timeouts.load(), 1u);
+    EXPECT_EQ(h.counters.shared_errors.load(), 0u);
+    EXPECT_EQ(h.counters.shared_abandoned.load(), 2u);
+    EXPECT_EQ(h.health.state(), SharedTierState::Up);
+    // Still up: the next lookup is asked, on a fresh connection.
+    ASSERT_TRUE(h.tier->lookup(www.key, 4, false));
+    auto get = h.next(redis);
+    ASSERT_TRUE(get);
+    EXPECT_EQ(redis.connections(), 2u);
+}
+
 // A reply of a type the command never returns (GETRANGE answers a bulk string) is a server
 // not speaking our protocol: the connection goes, not just the value.
 TEST(SharedTier, AReplyOfTheWrongTypeDropsTheConnection) {

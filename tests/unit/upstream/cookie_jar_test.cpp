@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 namespace nscache::upstream {
@@ -68,6 +69,33 @@ TEST(CookieJar, SecretRotatesAndItsServerCookiesGoWithIt) {
     const CookieOption after = jar.option_for(a, 1000 + CookieJar::kSecretLifetimeMs);
     EXPECT_NE(client_of(after), before);
     EXPECT_EQ(after.size, kClientCookieSize);
+}
+
+// Direct-mapped, two servers on one slot wiped each other's server cookie, and an answer that
+// left the cookie out passed as None (what a forger who guessed ID and port would send). More
+// servers than the old 64 slots hold: some pair of them must collide, whatever the seed.
+TEST(CookieJar, NoServerLosesItsCookieToAnother) {
+    CookieJar jar;
+    std::vector<SocketAddress> servers;
+    std::vector<ClientCookie> ours;
+    for (int i = 0; i < 200; ++i) {
+        servers.push_back(
+            addr(("127.0." + std::to_string(i / 100) + "." + std::to_string(1 + i % 100) + ":53")
+                     .c_str()));
+        ours.push_back(client_of(jar.option_for(servers.back(), 0)));
+        ASSERT_EQ(jar.check(servers.back(), ours.back(), true,
+                            echo(ours.back(), 8, static_cast<uint8_t>(i))),
+                  CookieVerdict::Good);
+    }
+    size_t missing = 0;
+    size_t echoed = 0;
+    for (size_t i = 0; i < servers.size(); ++i) {
+        if (jar.check(servers[i], ours[i], false, {}) == CookieVerdict::Missing) ++missing;
+        const CookieOption next = jar.option_for(servers[i], 1);
+        if (next.size == 16 && next.bytes[8] == static_cast<uint8_t>(i)) ++echoed;
+    }
+    EXPECT_EQ(missing, servers.size());
+    EXPECT_EQ(echoed, servers.size());
 }
 
 }  // namespace

@@ -174,5 +174,38 @@ TEST(UpstreamQuery, AfterThreeLostUdpTriesTheServerIsAskedOverTcp) {
     close(conn);
 }
 
+// A datagram with our ID and question whose rest does not parse could not have its cookie
+// checked, yet it ended the attempt as an answer: an off-path forger who matched ID and port
+// reset the server's health and fed its RTT. It is a mismatch like any other: the socket is
+// retired, the server's numbers stay, and the real answer, when it comes, is the one used.
+TEST(UpstreamQuery, AMalformedUdpAnswerIsAMismatchNotAnAnswer) {
+    ResolverOptions options;
+    options.query_timeout_ms = 10'000;
+    ResolverHarness h(options);
+    ASSERT_TRUE(h.resolver.resolve(ResolverHarness::question("bad.example.test"), 1));
+    std::optional<testing::ManualUpstream::Received> q;
+    ASSERT_TRUE(h.run_until([&] { return (q = h.fake().take_udp()).has_value(); }));
+    // Our ID and question, then three answers announced and none there.
+    h.fake().reply_udp(*q, answer_to(q->msg, 0, 3, {}));
+    h.run_until([&] {
+        return h.counters.dropped_mismatched.load() + h.counters.upstream_errors.load() > 0;
+    });
+    EXPECT_EQ(h.counters.dropped_mismatched.load(), 1u);
+    EXPECT_EQ(h.counters.upstream_errors.load(), 0u);
+    EXPECT_EQ(h.upstreams.at(0).srtt_us.load(), 0u);  // no RTT sample from it
+    EXPECT_EQ(h.upstreams.at(0).answers.load(), 0u);
+    EXPECT_TRUE(h.sink.deliveries.empty());
+    // The attempt is still open: the real answer lands on it, and the socket that was
+    // found out is retired rather than pooled.
+    h.fake().reply_udp(*q, answer_to(q->msg, 0, 1, a_record(300, 8)));
+    ASSERT_TRUE(h.run_until([&] { return !h.sink.deliveries.empty(); }));
+    ASSERT_TRUE(h.sink.deliveries[0].outcome.answer);
+    EXPECT_EQ(h.sink.deliveries[0].outcome.answer->ancount, 1);
+    EXPECT_EQ(h.counters.upstream_sockets_spoofed.load(), 1u);
+    EXPECT_EQ(h.upstreams.at(0).answers.load(), 1u);
+    EXPECT_GT(h.upstreams.at(0).srtt_us.load(), 0u);
+    EXPECT_FALSE(h.fake().take_udp());  // answered by the first try
+}
+
 }  // namespace
 }  // namespace nscache::upstream
