@@ -233,9 +233,10 @@ std::shared_ptr<const cache::PreparedAnswer> big_a_answer(std::string_view name,
     b.header(1, dns::flag::QR | dns::flag::RD | dns::flag::RA, 1, static_cast<uint16_t>(count))
         .question(name, dns::rtype::A);
     for (size_t i = 0; i < count; ++i) {
-        b.name_then_pointer("", 12).rr_fixed(dns::rtype::A, 300, 4).raw(
-            {10, static_cast<uint8_t>(i >> 16), static_cast<uint8_t>(i >> 8),
-             static_cast<uint8_t>(i)});
+        b.name_then_pointer("", 12)
+            .rr_fixed(dns::rtype::A, 300, 4)
+            .raw({10, static_cast<uint8_t>(i >> 16), static_cast<uint8_t>(i >> 8),
+                  static_cast<uint8_t>(i)});
     }
     auto answer = cache::testing::prepare(b, cache::TtlPolicy{});
     EXPECT_TRUE(answer);
@@ -270,9 +271,8 @@ TEST(QueryPipeline, AnyBelowACachedNxdomainIsAnsweredFromTheCut) {
     ASSERT_TRUE(nx);
     cache_answer(h, "gone.example.test", dns::rtype::A, *nx);
     std::vector<uint8_t> out(1232);
-    const HandleResult r =
-        h.pipeline.handle(query("x.gone.example.test", dns::rtype::ANY).view(),
-                          UdpClient{}.origin(), out);
+    const HandleResult r = h.pipeline.handle(query("x.gone.example.test", dns::rtype::ANY).view(),
+                                             UdpClient{}.origin(), out);
     ASSERT_GT(r.reply_length, 0u);
     EXPECT_FALSE(r.pending);
     EXPECT_EQ(rcode_of(out), static_cast<int>(dns::Rcode::NxDomain));
@@ -292,8 +292,8 @@ TEST(QueryPipeline, AnyForFailingQuestionsIsServfailWithoutAsking) {
     EXPECT_TRUE(h.forwarder.resolved.empty());
     // One half held: the other, failing, is not asked; the held half is the answer.
     h.cache_a("half.example.test");
-    const HandleResult half = h.pipeline.handle(
-        query("half.example.test", dns::rtype::ANY).view(), UdpClient{}.origin(), out);
+    const HandleResult half = h.pipeline.handle(query("half.example.test", dns::rtype::ANY).view(),
+                                                UdpClient{}.origin(), out);
     ASSERT_GT(half.reply_length, 0u);
     EXPECT_EQ(rcode_of(out), static_cast<int>(dns::Rcode::NoError));
     EXPECT_EQ(dns::read_u16(out.data() + 6), 1);
