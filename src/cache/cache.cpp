@@ -51,6 +51,7 @@ CacheShard& Cache::shard_for(uint64_t hash) const {
 
 LookupResult Cache::lookup(const CacheKey& key, const dns::Query& query, uint64_t now_ms,
                            const RenderLimits& limits, std::span<uint8_t> out, bool allow_stale) {
+    if (key.qtype == kNxdomainMarkerType) return {};  // the marker answers only names below
     const uint64_t hash = hash_name(key.name);
     return shard_for(hash).lookup(key, hash, query, now_ms, limits, out, allow_stale);
 }
@@ -62,9 +63,14 @@ void Cache::insert(const CacheKey& key, const PreparedAnswer& answer, uint64_t n
 void Cache::insert_at(const CacheKey& key, const PreparedAnswer& answer, uint64_t born_ms,
                       uint64_t now_ms) {
     if (answer.ttl == 0 || key.name.empty() || key.name.size() > dns::kMaxNameLength) return;
+    // The marker's key is the cache's own: no answer, whether to a client's question, from a
+    // cache file or from the shared tier, is stored there (one would speak for every name
+    // below, compression pointers into another question included). Markers are made only
+    // here, from their NXDOMAIN; a dumped one is made again when its NXDOMAIN is loaded.
+    if (key.qtype == kNxdomainMarkerType) return;
     const uint64_t hash = hash_name(key.name);
     shard_for(hash).insert(key, hash, answer, born_ms, now_ms);
-    if (key.qtype == kNxdomainMarkerType || (key.flags & kKeyDo) != 0) return;
+    if ((key.flags & kKeyDo) != 0) return;
     if (auto marker = nxdomain_marker(key.name, answer)) {
         shard_for(hash).insert(CacheKey{key.name, kNxdomainMarkerType, key.qclass, key.flags}, hash,
                                *marker, born_ms, now_ms);

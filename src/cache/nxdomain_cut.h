@@ -19,8 +19,10 @@
 
 namespace nscache::cache {
 
-// Type 0 is reserved (RFC 6895 §3.1): no client's question for a real type can meet it, and a
-// client asking TYPE0 for the name gets the NXDOMAIN, which is true for every type.
+// Type 0 is reserved (RFC 6895 §3.1): no client's question can meet it. Queries for TYPE0 are
+// FORMERR (dns/query.cpp), Cache::insert refuses every answer under it, and Cache::lookup
+// never returns it: only lookup_below_nxdomain reads the marker, and only Cache::insert
+// writes it.
 inline constexpr uint16_t kNxdomainMarkerType = 0;
 
 // The marker for `answer`, an answer to a question for `lower_name`; nullopt when it is no

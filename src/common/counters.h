@@ -48,6 +48,7 @@ namespace nscache {
     X(stale_served, "answers served from expired entries (serve-stale)")                           \
     X(failure_cached, "queries answered at once from a cached resolution failure")                 \
     X(nxdomain_cut, "misses answered NXDOMAIN from an ancestor's cached NXDOMAIN (RFC 8020)")      \
+    X(any_partial, "ANY answered with its known half alone: waiting ANY clients held enough")      \
     X(prefetches, "background refreshes of popular entries near expiry")                           \
     X(rate_limited, "queries dropped or truncated by the rate limit")                              \
     X(dropped_overload, "queries dropped because too many clients were waiting already")           \

@@ -50,6 +50,10 @@ ParsedQuery parse_query_question(Bytes msg) {
     q.qclass = read_u16(&msg[name->end + 2]);
     if (q.qtype == rtype::OPT) return parsed;
     parsed.question_valid = true;
+    // Type 0 is reserved (RFC 6895 §3.1): no data has it, so no question may ask for it. It is
+    // also the cache's NXDOMAIN-cut marker key (cache/nxdomain_cut.h): a TYPE0 answer cached
+    // there once answered every name below it. FORMERR, never forwarded nor cached.
+    if (q.qtype == 0) return parsed;
     if (q.header.ancount != 0 || q.header.nscount != 0) return parsed;
     parsed.verdict = QueryVerdict::Ok;
     return parsed;

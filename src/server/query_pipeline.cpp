@@ -153,55 +153,10 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
     bump(counters_.cache_misses);
 
     const bool stale_available = hit.freshness == Freshness::Stale && settings_->config.serve_stale;
-    if (stale_available &&
-        (settings_->config.serve_expired || forwarder_.all_upstreams_down(question))) {
-        // RFC 8767 §5: with every upstream down, answer from stale data at once. With
-        // serve-expired (opt-in, as unbound's option of that name) always: the client never
-        // waits for a refresh, which goes on in the background.
-        const cache::LookupResult stale = shared_.cache.lookup(key, q, now, limits, out, true);
-        if (stale.length > 0) {
-            bump(counters_.stale_served);
-            counters_.latency[static_cast<size_t>(AnswerSource::stale)].record(0);
-            forwarder_.refresh(question);
-            return {stale.length};
-        }
-    }
-
-    // RFC 8020: nothing exists below a name that does not exist. A cached NXDOMAIN for an
-    // ancestor answers at once, so a flood of random names under it costs the upstream
-    // nothing; only ancestors within the name's own forwarding rule speak for it.
-    {
-        size_t top = key.name.empty() ? 0 : key.name.size() - 1;
-        bool cut = true;
-        if (settings_->routing) {
-            const upstream::Route route = settings_->routing->route(key.name);
-            cut = route.kind == upstream::RouteKind::Forward;
-            top = route.zone_offset;
-        }
-        if (cut) {
-            const cache::LookupResult below =
-                shared_.cache.lookup_below_nxdomain(key, top, q, now, limits, out);
-            if (below.freshness == Freshness::Fresh) {
-                bump(counters_.nxdomain_cut);
-                if (below.truncated) bump(counters_.answers_truncated);
-                return {below.length};
-            }
-        }
-    }
-
-    // RFC 9520 §3.2: a question no upstream answered a moment ago is not asked again yet.
-    upstream::FailureReason reason;
-    if (forwarder_.failing(question, &reason)) {
-        bump(counters_.failure_cached);
-        if (stale_available) {  // serve-stale takes precedence
-            const cache::LookupResult stale = shared_.cache.lookup(key, q, now, limits, out, true);
-            if (stale.length > 0) {
-                bump(counters_.stale_served);
-                counters_.latency[static_cast<size_t>(AnswerSource::stale)].record(0);
-                return {stale.length};
-            }
-        }
-        return {error_answer(parsed, rc(Rcode::ServFail), out, static_cast<uint16_t>(reason))};
+    const MissCheck miss = check_miss(question, key, q, now, limits, stale_available, out);
+    if (miss.kind == MissCheck::Kind::Answered) return {miss.length};
+    if (miss.kind == MissCheck::Kind::Failing) {
+        return {error_answer(parsed, rc(Rcode::ServFail), out, static_cast<uint16_t>(miss.reason))};
     }
 
     uint64_t cookie = 0;
@@ -220,6 +175,61 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
         return {error_answer(parsed, rc(Rcode::ServFail), out)};
     }
     return {0, true};
+}
+
+QueryPipeline::MissCheck QueryPipeline::check_miss(const upstream::Question& question,
+                                                   const cache::CacheKey& key, const dns::Query& q,
+                                                   uint64_t now, const cache::RenderLimits& limits,
+                                                   bool stale_available, std::span<uint8_t> out) {
+    auto answered = [](size_t length) { return MissCheck{MissCheck::Kind::Answered, length, {}}; };
+    auto stale_answer = [&]() -> size_t {
+        const cache::LookupResult stale = shared_.cache.lookup(key, q, now, limits, out, true);
+        if (stale.length == 0) return 0;
+        bump(counters_.stale_served);
+        counters_.latency[static_cast<size_t>(AnswerSource::stale)].record(0);
+        return stale.length;
+    };
+    if (stale_available &&
+        (settings_->config.serve_expired || forwarder_.all_upstreams_down(question))) {
+        // RFC 8767 §5: with every upstream down, answer from stale data at once. With
+        // serve-expired (opt-in, as unbound's option of that name) always: the client never
+        // waits for a refresh, which goes on in the background.
+        if (const size_t length = stale_answer()) {
+            forwarder_.refresh(question);
+            return answered(length);
+        }
+    }
+
+    // RFC 8020: nothing exists below a name that does not exist. A cached NXDOMAIN for an
+    // ancestor answers at once, so a flood of random names under it costs the upstream
+    // nothing; only ancestors within the name's own forwarding rule speak for it.
+    size_t top = key.name.empty() ? 0 : key.name.size() - 1;
+    bool cut = true;
+    if (settings_->routing) {
+        const upstream::Route route = settings_->routing->route(key.name);
+        cut = route.kind == upstream::RouteKind::Forward;
+        top = route.zone_offset;
+    }
+    if (cut) {
+        const cache::LookupResult below =
+            shared_.cache.lookup_below_nxdomain(key, top, q, now, limits, out);
+        if (below.freshness == Freshness::Fresh) {
+            bump(counters_.nxdomain_cut);
+            if (below.truncated) bump(counters_.answers_truncated);
+            return answered(below.length);
+        }
+    }
+
+    // RFC 9520 §3.2: a question no upstream answered a moment ago is not asked again yet.
+    upstream::FailureReason reason;
+    if (forwarder_.failing(question, &reason)) {
+        bump(counters_.failure_cached);
+        if (stale_available) {  // serve-stale takes precedence
+            if (const size_t length = stale_answer()) return answered(length);
+        }
+        return MissCheck{MissCheck::Kind::Failing, 0, reason};
+    }
+    return MissCheck{};
 }
 
 PendingClient* QueryPipeline::add_pending(const dns::Query& q, const ClientOrigin& origin,
@@ -284,6 +294,7 @@ HandleResult QueryPipeline::handle_any(const dns::ParsedQuery& parsed, const Cli
     static constexpr uint16_t kTypes[2] = {dns::rtype::A, dns::rtype::AAAA};
     upstream::Question questions[2];
     dns::Bytes parts[2];
+    bool stale[2] = {false, false};
     size_t held = 0;
     // Rendered for the ANY query itself (its ID, bits and question), with room for any size:
     // write_any_from_parts applies the transport's limit to what it keeps.
@@ -293,16 +304,18 @@ HandleResult QueryPipeline::handle_any(const dns::ParsedQuery& parsed, const Cli
         questions[i].qtype = kTypes[i];
         const cache::LookupResult hit =
             shared_.cache.lookup(questions[i].cache_key(), q, now, whole, any_parts_[i], false);
+        stale[i] = hit.freshness == Freshness::Stale && settings_->config.serve_stale;
         if (hit.freshness != Freshness::Fresh) continue;
         parts[i] = dns::Bytes(any_parts_[i].data(), hit.length);
         ++held;
     }
     const size_t max_size = limits_for(origin.transport, q).max_size;
+    uint32_t failure_ede = dns::kNoEde;
     auto answer_from = [&](std::span<const dns::Bytes> from) -> HandleResult {
         bool truncated = false;
         const size_t length =
             dns::write_any_from_parts(q, from, server_udp_size, max_size, out, &truncated);
-        if (length == 0) return {error_answer(parsed, rc(Rcode::ServFail), out)};
+        if (length == 0) return {error_answer(parsed, rc(Rcode::ServFail), out, failure_ede)};
         if (truncated) bump(counters_.answers_truncated);
         return {length};
     };
@@ -319,11 +332,42 @@ HandleResult QueryPipeline::handle_any(const dns::ParsedQuery& parsed, const Cli
         return answer_from(
             std::span<const dns::Bytes>(parts[0].empty() ? &parts[1] : &parts[0], 1));
     }
+    // Each missing half goes the way its own A or AAAA query would (serve-stale, the NXDOMAIN
+    // cut, the failure cache) before it is asked: ANY is no way around them.
+    bool failed[2] = {false, false};
+    size_t asking = 0;
+    for (size_t i = 0; i < 2; ++i) {
+        if (!parts[i].empty()) continue;
+        const MissCheck miss = check_miss(questions[i], questions[i].cache_key(), q, now, whole,
+                                          stale[i], any_parts_[i]);
+        if (miss.kind == MissCheck::Kind::Answered) {
+            parts[i] = dns::Bytes(any_parts_[i].data(), miss.length);
+            // NXDOMAIN (the cut, or stale): the name has no RRsets at all, whatever the other.
+            if ((parts[i][3] & 0x0F) == rc(Rcode::NxDomain)) {
+                return answer_from(std::span<const dns::Bytes>(&parts[i], 1));
+            }
+            ++held;
+        } else if (miss.kind == MissCheck::Kind::Failing) {
+            failed[i] = true;
+            failure_ede = static_cast<uint32_t>(miss.reason);
+        } else {
+            ++asking;
+        }
+    }
+    // Nothing to ask: what is held, less what failed (empty parts).
+    if (asking == 0) return answer_from(parts);
+    // One half known: the client waits with a copy of it, within the worker's budget for
+    // such copies; past it, the known half is the answer now (RFC 8482 §4.1: a subset).
+    const size_t ask_one = parts[0].empty() && !failed[0] ? 0 : 1;
+    if (asking == 1 && held == 1 && !pending_.can_hold_any(parts[1 - ask_one].size())) {
+        bump(counters_.any_partial);
+        return answer_from(std::span<const dns::Bytes>(&parts[1 - ask_one], 1));
+    }
     // The missing ones go upstream as their own questions (coalesced and cached as such).
     uint64_t cookies[2] = {PendingClient::kNoPartner, PendingClient::kNoPartner};
     PendingClient* clients[2] = {nullptr, nullptr};
     for (size_t i = 0; i < 2; ++i) {
-        if (!parts[i].empty()) continue;
+        if (!parts[i].empty() || failed[i]) continue;
         clients[i] = add_pending(q, origin, questions[i], cookies[i]);
         if (clients[i] == nullptr) {
             if (clients[1 - i] != nullptr) pending_.remove(cookies[1 - i]);
@@ -331,11 +375,13 @@ HandleResult QueryPipeline::handle_any(const dns::ParsedQuery& parsed, const Cli
             return {};
         }
     }
-    if (held == 1) {
-        const size_t missing = parts[0].empty() ? 0 : 1;
-        const dns::Bytes known = parts[1 - missing];
-        clients[missing]->any_other.assign(known.begin(), known.end());
-        clients[missing]->any_other_known = true;
+    if (asking == 1) {
+        PendingClient& waiting = *clients[ask_one];
+        if (failed[1 - ask_one]) {
+            pending_.any_other_failed(waiting);
+        } else {
+            pending_.hold_any_other(waiting, parts[1 - ask_one]);  // room checked above
+        }
     } else {
         clients[0]->any_partner = cookies[1];
         clients[1]->any_partner = cookies[0];
@@ -352,8 +398,7 @@ HandleResult QueryPipeline::handle_any(const dns::ParsedQuery& parsed, const Cli
         const size_t other = 1 - i;
         if (clients[other] != nullptr) {
             clients[other]->any_partner = PendingClient::kNoPartner;
-            clients[other]->any_other.clear();
-            clients[other]->any_other_known = true;
+            pending_.any_other_failed(*clients[other]);
         }
         clients[i] = nullptr;
     }
@@ -375,12 +420,23 @@ void QueryPipeline::deliver_any(uint64_t cookie, PendingClient& client,
                                          &truncated));
     }
     if (client.any_partner != PendingClient::kNoPartner) {
-        if (PendingClient* other = pending_.find(client.any_partner)) {
+        const uint64_t partner = client.any_partner;
+        if (PendingClient* other = pending_.find(partner)) {
             other->any_partner = PendingClient::kNoPartner;
-            other->any_other = std::move(mine);
-            other->any_other_known = true;
-            pending_.remove(cookie);
-            return;
+            if (mine.empty()) {
+                pending_.any_other_failed(*other);
+                pending_.remove(cookie);
+                return;
+            }
+            if (pending_.hold_any_other(*other, mine)) {
+                pending_.remove(cookie);
+                return;
+            }
+            // Past the worker's budget for held halves: this half is the client's answer now
+            // (RFC 8482 §4.1 allows a subset), and the other's wait ends.
+            bump(counters_.any_partial);
+            forwarder_.leave(other->upstream_question, partner);
+            pending_.remove(partner);
         }
     }
     const dns::Bytes parts[2] = {dns::Bytes(mine), dns::Bytes(client.any_other)};

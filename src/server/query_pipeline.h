@@ -56,6 +56,9 @@ class QueryPipeline final : public upstream::CompletionSink {
 
     void deliver(uint64_t cookie, const upstream::ResolveOutcome& outcome) override;
 
+    // The clients waiting now (for tests and stats: their count, the ANY halves they hold).
+    const PendingClients& pending() const { return pending_; }
+
   private:
     size_t error_answer(const dns::ParsedQuery& parsed, uint16_t rcode, std::span<uint8_t> out,
                         uint32_t ede = dns::kNoEde);
@@ -68,6 +71,18 @@ class QueryPipeline final : public upstream::CompletionSink {
                             uint64_t now, std::span<uint8_t> out);
     void deliver_any(uint64_t cookie, PendingClient& client,
                      const upstream::ResolveOutcome& outcome);
+    // What a question that missed the cache meets before it is asked upstream, for a plain
+    // query and for each half of an ANY alike: serve-stale at once (serve-expired, or every
+    // upstream down), the NXDOMAIN cut (RFC 8020), the failure cache (RFC 9520 §3.2).
+    struct MissCheck {
+        enum class Kind : uint8_t { Ask, Answered, Failing };
+        Kind kind = Kind::Ask;
+        size_t length = 0;                 // Answered: the answer rendered into `out`
+        upstream::FailureReason reason{};  // Failing: why
+    };
+    MissCheck check_miss(const upstream::Question& question, const cache::CacheKey& key,
+                         const dns::Query& q, uint64_t now, const cache::RenderLimits& limits,
+                         bool stale_available, std::span<uint8_t> out);
     // A waiting client for `q`, asked upstream as `question`; nullptr when the table is full.
     PendingClient* add_pending(const dns::Query& q, const ClientOrigin& origin,
                                const upstream::Question& question, uint64_t& cookie);

@@ -85,3 +85,30 @@ def test_any_over_udp_keeps_to_the_clients_buffer(daemon, fake_upstream):
     r = tcp(d.port, "big.fake.test", "ANY")
     assert not r.flags & dns.flags.TC
     assert [len(rr) for rr in sorted(r.answer, key=lambda rr: rr.rdtype)] == [40, 20]
+
+
+# Each half of an ANY goes the way its own A or AAAA question would. ANY once skipped the
+# NXDOMAIN cut (2 upstream queries below a cached NXDOMAIN, A: 0) and the failure cache (8 per
+# ANY to a dead upstream, again and again; A: 4 once).
+def test_any_below_a_cached_nxdomain_is_answered_from_the_cut(daemon, fake_upstream):
+    d = daemon(fake_upstream.addr)
+    assert udp(d.port, "gone.fake.test", "A").rcode() == dns.rcode.NXDOMAIN
+    s0 = d.stats()
+    r = udp(d.port, "x.gone.fake.test", "ANY")
+    assert r.rcode() == dns.rcode.NXDOMAIN and not r.answer, r
+    assert fake_upstream.count(name="x.gone.fake.test") == 0
+    assert d.stats()["nxdomain_cut"] == s0["nxdomain_cut"] + 1
+
+
+def test_any_for_a_question_that_just_failed_is_not_asked_again(daemon, fake_upstream):
+    """RFC 9520 §3.2, as for its A and AAAA questions."""
+    d = daemon(fake_upstream.addr, config='query-timeout = "1s"\nfailure-ttl = "30s"\n')
+    fake_upstream.mode = "drop"
+    assert udp(d.port, "dead.fake.test", "ANY", timeout=5).rcode() == dns.rcode.SERVFAIL
+    first = fake_upstream.count(name="dead.fake.test")
+    assert first > 0
+    s1 = d.stats()
+    for _ in range(2):
+        assert udp(d.port, "dead.fake.test", "ANY").rcode() == dns.rcode.SERVFAIL
+    assert fake_upstream.count(name="dead.fake.test") == first
+    assert d.stats()["failure_cached"] > s1["failure_cached"]

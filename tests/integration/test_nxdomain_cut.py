@@ -46,3 +46,24 @@ def test_no_cut_across_a_forwarding_rule(daemon, fake_upstream, make_fake):
     # The default upstream says gone.fake.test does not exist; the rule's servers know better.
     assert a_addrs(udp(d.port, "host.lan.gone.fake.test", "A")) == ["192.0.2.61"]
     assert inner.count(name="host.lan.gone.fake.test") == 1
+
+
+def test_type0_queries_cannot_plant_a_cut(daemon, fake_upstream):
+    """Type 0 is the NXDOMAIN-cut marker's key and a reserved type (RFC 6895 §3.1): a client's
+    TYPE0 query is answered FORMERR, never forwarded nor cached, so it cannot plant a marker
+    that answers the names below (a NODATA once made every answer below it malformed, the
+    apex's answer turned the whole zone into NXDOMAIN)."""
+    fake_upstream.add("victim.fake.test.", "TXT", 300, '"exists"')
+    fake_upstream.add("www.victim.fake.test.", "A", 300, "192.0.2.71")
+    fake_upstream.add("www.fake.test.", "A", 300, "192.0.2.72")
+    d = daemon(fake_upstream.addr)
+    type0 = {name: udp(d.port, name, "TYPE0") for name in ("victim.fake.test", "fake.test")}
+    for name, addr in (("www.victim.fake.test", "192.0.2.71"), ("www.fake.test", "192.0.2.72")):
+        r = udp(d.port, name, "A")
+        assert r.rcode() == dns.rcode.NOERROR and a_addrs(r) == [addr], r
+        assert fake_upstream.count(name=name) == 1
+    assert d.stats()["nxdomain_cut"] == 0
+    for name, r in type0.items():
+        assert r.rcode() == dns.rcode.FORMERR, r
+        assert r.question and r.question[0].rdtype == 0
+        assert fake_upstream.count(name=name) == 0, f"{name} TYPE0 went upstream"

@@ -160,6 +160,48 @@ TEST_F(CacheTest, NamesBelowACachedNxdomainAreAnsweredFromIt) {
               Freshness::Miss);
 }
 
+// The NXDOMAIN-cut marker's key is the cache's own: no answer, from a client's question, a
+// cache file or the shared tier, may be stored there (a TYPE0 query once planted a NODATA,
+// or a forged NXDOMAIN, that then answered every name below).
+TEST_F(CacheTest, NoAnswerIsStoredUnderTheMarkerType) {
+    Cache cache(CacheConfig{.budget_bytes = 1 << 20});
+    ClientQuery victim("victim.example.test", 0);
+    auto nodata = prepare(
+        testing::negative_answer("victim.example.test", dns::Rcode::NoError, 600, 60), TtlPolicy{});
+    ASSERT_TRUE(nodata);
+    cache.insert(key_for(victim), *nodata, kStart);
+    cache.insert_at(key_for(victim), *nodata, kStart, kStart);
+    EXPECT_EQ(cache.counters().entries, 0u);
+    EXPECT_EQ(cache.lookup(key_for(victim), victim.query(), kStart, RenderLimits{}, out_, false)
+                  .freshness,
+              Freshness::Miss);
+    ClientQuery below("www.victim.example.test", dns::rtype::A);
+    const CacheKey key = key_for(below);
+    EXPECT_EQ(cache
+                  .lookup_below_nxdomain(key, key.name.size() - 1, below.query(), kStart,
+                                         RenderLimits{}, out_)
+                  .freshness,
+              Freshness::Miss);
+
+    // Nor does an answer stored under type 0 replace a real NXDOMAIN's marker.
+    ClientQuery gone("gone.example.test", dns::rtype::A);
+    auto nx = prepare(testing::negative_answer("gone.example.test", dns::Rcode::NxDomain, 600, 60),
+                      TtlPolicy{});
+    ASSERT_TRUE(nx);
+    cache.insert(key_for(gone), *nx, kStart);
+    const size_t entries = cache.counters().entries;
+    ClientQuery gone0("gone.example.test", 0);
+    auto positive = prepare(positive_answer("gone.example.test", {300}), TtlPolicy{});
+    cache.insert(key_for(gone0), *positive, kStart);
+    EXPECT_EQ(cache.counters().entries, entries);
+    ClientQuery www("www.gone.example.test", dns::rtype::A);
+    const CacheKey www_key = key_for(www);
+    auto r = cache.lookup_below_nxdomain(www_key, www_key.name.size() - 1, www.query(), kStart,
+                                         RenderLimits{}, out_);
+    ASSERT_EQ(r.freshness, Freshness::Fresh);
+    EXPECT_EQ(out_[3] & 0x0F, 3);  // NXDOMAIN
+}
+
 TEST_F(CacheTest, StaysWithinBudgetByEvicting) {
     const size_t budget = 256 << 10;
     Cache cache(CacheConfig{.budget_bytes = budget, .shards = 4});

@@ -101,6 +101,14 @@ TEST(ParseQuery, FormErrCases) {
     opt_question.header(1, 0, 1).question("a.test", rtype::OPT);
     EXPECT_EQ(parse_query(opt_question.view()).verdict, QueryVerdict::FormErr);
 
+    // Type 0 is reserved (RFC 6895 §3.1): never asked upstream, never a cache key. The
+    // question is echoed, so the client can tell which of its queries was refused.
+    WireBuilder type0;
+    type0.header(1, flag::RD, 1).question("a.test", 0);
+    const ParsedQuery t0 = parse_query(type0.view());
+    EXPECT_EQ(t0.verdict, QueryVerdict::FormErr);
+    EXPECT_TRUE(t0.question_valid);
+
     auto two_opts = simple_query();
     two_opts.bytes[11] = 2;
     two_opts.opt(1232).opt(1232);

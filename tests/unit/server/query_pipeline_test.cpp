@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <string>
+
 #include "dns/ede.h"
 #include "server_test_support.h"
 
@@ -222,6 +225,131 @@ TEST(QueryPipeline, AllowSnoopAdmitsNamedClients) {
     // Loopback is no longer in the list.
     h.pipeline.handle(q.view(), UdpClient{}.origin(), out);
     EXPECT_EQ(rcode_of(out), static_cast<int>(dns::Rcode::Refused));
+}
+
+// An answer to `name`'s A question with `count` A records, TTL 300.
+std::shared_ptr<const cache::PreparedAnswer> big_a_answer(std::string_view name, size_t count) {
+    WireBuilder b;
+    b.header(1, dns::flag::QR | dns::flag::RD | dns::flag::RA, 1, static_cast<uint16_t>(count))
+        .question(name, dns::rtype::A);
+    for (size_t i = 0; i < count; ++i) {
+        b.name_then_pointer("", 12)
+            .rr_fixed(dns::rtype::A, 300, 4)
+            .raw({10, static_cast<uint8_t>(i >> 16), static_cast<uint8_t>(i >> 8),
+                  static_cast<uint8_t>(i)});
+    }
+    auto answer = cache::testing::prepare(b, cache::TtlPolicy{});
+    EXPECT_TRUE(answer);
+    return answer ? std::make_shared<const cache::PreparedAnswer>(*answer) : nullptr;
+}
+
+void cache_answer(ServerHarness& h, std::string_view name, uint16_t qtype,
+                  const cache::PreparedAnswer& answer) {
+    dns::NameBuffer lower;
+    dns::lower_name(dns::name_from_text(name)->view(), lower);
+    h.cache.insert(cache::CacheKey{lower.view(), qtype, dns::kClassIN, 0}, answer, h.loop.now_ms());
+}
+
+TEST(QueryPipeline, Type0QueryIsFormErrAndNeverForwarded) {
+    // Type 0 is reserved (RFC 6895 §3.1) and the NXDOMAIN cut's marker key: a TYPE0 answer
+    // cached there once answered every name below it.
+    ServerHarness h;
+    std::vector<uint8_t> out(1232);
+    const HandleResult r =
+        h.pipeline.handle(query("victim.example.test", 0).view(), UdpClient{}.origin(), out);
+    ASSERT_GT(r.reply_length, 0u);
+    EXPECT_FALSE(r.pending);
+    EXPECT_EQ(rcode_of(out), static_cast<int>(dns::Rcode::FormErr));
+    EXPECT_TRUE(h.forwarder.resolved.empty());
+}
+
+TEST(QueryPipeline, AnyBelowACachedNxdomainIsAnsweredFromTheCut) {
+    ServerHarness h;
+    auto nx = cache::testing::prepare(
+        cache::testing::negative_answer("gone.example.test", dns::Rcode::NxDomain, 600, 60),
+        cache::TtlPolicy{});
+    ASSERT_TRUE(nx);
+    cache_answer(h, "gone.example.test", dns::rtype::A, *nx);
+    std::vector<uint8_t> out(1232);
+    const HandleResult r = h.pipeline.handle(query("x.gone.example.test", dns::rtype::ANY).view(),
+                                             UdpClient{}.origin(), out);
+    ASSERT_GT(r.reply_length, 0u);
+    EXPECT_FALSE(r.pending);
+    EXPECT_EQ(rcode_of(out), static_cast<int>(dns::Rcode::NxDomain));
+    EXPECT_TRUE(h.forwarder.resolved.empty());
+    EXPECT_EQ(h.counters.nxdomain_cut.load(), 1u);
+}
+
+TEST(QueryPipeline, AnyForFailingQuestionsIsServfailWithoutAsking) {
+    ServerHarness h;
+    h.forwarder.fail_all = true;
+    std::vector<uint8_t> out(1232);
+    const HandleResult r = h.pipeline.handle(query("dead.example.test", dns::rtype::ANY).view(),
+                                             UdpClient{}.origin(), out);
+    ASSERT_GT(r.reply_length, 0u);
+    EXPECT_FALSE(r.pending);
+    EXPECT_EQ(rcode_of(out), static_cast<int>(dns::Rcode::ServFail));
+    EXPECT_TRUE(h.forwarder.resolved.empty());
+    // One half held: the other, failing, is not asked; the held half is the answer.
+    h.cache_a("half.example.test");
+    const HandleResult half = h.pipeline.handle(query("half.example.test", dns::rtype::ANY).view(),
+                                                UdpClient{}.origin(), out);
+    ASSERT_GT(half.reply_length, 0u);
+    EXPECT_EQ(rcode_of(out), static_cast<int>(dns::Rcode::NoError));
+    EXPECT_EQ(dns::read_u16(out.data() + 6), 1);
+    EXPECT_TRUE(h.forwarder.resolved.empty());
+}
+
+// Each ANY client waiting for its AAAA once kept its own copy of the cached A answer (up to
+// 64 KiB): a flood of them pinned hundreds of MB.
+TEST(QueryPipeline, AnyWaitersHoldCachedHalvesWithinABudget) {
+    ServerHarness h;
+    auto big = big_a_answer("big.example.test", 2500);
+    ASSERT_TRUE(big);
+    cache_answer(h, "big.example.test", dns::rtype::A, *big);
+    std::vector<uint8_t> out(1232);
+    size_t at_once = 0;
+    for (uint16_t i = 0; i < 200; ++i) {
+        const HandleResult r = h.pipeline.handle(
+            query("big.example.test", dns::rtype::ANY, i).view(), UdpClient{}.origin(), out);
+        if (!r.pending && r.reply_length > 0) ++at_once;
+    }
+    EXPECT_LE(h.pipeline.pending().any_held_bytes(), PendingClients::kMaxAnyHeldBytes);
+    EXPECT_GT(h.pipeline.pending().any_held_bytes(), 0u);
+    EXPECT_GT(at_once, 0u);  // past the budget: the A half alone, at once (RFC 8482 §4.1)
+    EXPECT_EQ(h.forwarder.resolved.size() + at_once, 200u);
+    // Answers free what they held.
+    for (const auto& call : h.forwarder.resolved) h.pipeline.deliver(call.cookie, {});
+    EXPECT_EQ(h.pipeline.pending().any_held_bytes(), 0u);
+    EXPECT_EQ(h.pipeline.pending().size(), 0u);
+}
+
+TEST(QueryPipeline, AnyFirstAnswersPastTheBudgetAreSentAlone) {
+    ServerHarness h;
+    std::vector<uint8_t> out(1232);
+    constexpr size_t kClients = 200;
+    for (size_t i = 0; i < kClients; ++i) {
+        const std::string name = "n" + std::to_string(i) + ".example.test";
+        ASSERT_TRUE(h.pipeline
+                        .handle(query(name, dns::rtype::ANY, static_cast<uint16_t>(i)).view(),
+                                UdpClient{}.origin(), out)
+                        .pending);
+    }
+    ASSERT_EQ(h.forwarder.resolved.size(), 2 * kClients);
+    const auto calls = h.forwarder.resolved;
+    for (const auto& call : calls) {
+        if (call.question.qtype != dns::rtype::A) continue;
+        upstream::ResolveOutcome outcome;
+        outcome.answer = big_a_answer(dns::name_to_text(call.question.name.view()), 2500);
+        h.pipeline.deliver(call.cookie, outcome);
+    }
+    EXPECT_LE(h.pipeline.pending().any_held_bytes(), PendingClients::kMaxAnyHeldBytes);
+    EXPECT_GT(h.replies.size(), 0u);  // those past the budget: their A half alone
+    EXPECT_EQ(h.forwarder.left.size(), h.replies.size());  // and their AAAA wait is left
+    EXPECT_EQ(h.pipeline.pending().size(), kClients - h.replies.size());
+    for (const auto& call : calls) h.pipeline.deliver(call.cookie, {});
+    EXPECT_EQ(h.replies.size(), kClients);
+    EXPECT_EQ(h.pipeline.pending().any_held_bytes(), 0u);
 }
 
 }  // namespace

@@ -39,6 +39,7 @@ struct FakeForwarder final : upstream::Forwarder {
     std::vector<upstream::Question> refreshed;
     bool answers_locally = false;  // resolve_local() takes the question (a local name)
     bool accept = true;
+    bool fail_all = false;  // failing() says every question failed a moment ago (RFC 9520)
     // Breaks the Forwarder contract on purpose: answers from inside resolve(), as the resolver
     // once did when over its limit. Code above must survive even that.
     std::function<void(uint64_t cookie)> answer_inside_resolve;
@@ -57,7 +58,10 @@ struct FakeForwarder final : upstream::Forwarder {
     void refresh(const upstream::Question& question) override { refreshed.push_back(question); }
     void leave(const upstream::Question&, uint64_t cookie) override { left.push_back(cookie); }
     bool all_upstreams_down(const upstream::Question&) const override { return false; }
-    bool failing(const upstream::Question&, upstream::FailureReason*) override { return false; }
+    bool failing(const upstream::Question&, upstream::FailureReason* reason) override {
+        if (fail_all && reason != nullptr) *reason = upstream::FailureReason::NoReachableAuthority;
+        return fail_all;
+    }
 };
 
 inline sockaddr_storage loopback_peer(uint16_t port = 40000) {
