@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "control/cache_file.h"
 
+#include "cache/nxdomain_cut.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -293,8 +295,12 @@ CacheFileResult dump_cache(const cache::Cache& cache, const std::string& path, u
         for (size_t s = 0; ok && s < cache.slices_per_shard(); ++s) {
             slice.clear();
             cache.snapshot_slice(shard, s, now_ms, slice);
-            for (const auto& e : slice) write_entry(w, e, now_ms, wall_now_ms);
-            result.entries += slice.size();
+            for (const auto& e : slice) {
+                // A marker is rebuilt by the cache from its NXDOMAIN when that is loaded.
+                if (e.qtype == cache::kNxdomainMarkerType) continue;
+                write_entry(w, e, now_ms, wall_now_ms);
+                ++result.entries;
+            }
             ok = emit(w);
         }
     }
@@ -359,6 +365,7 @@ CacheFileResult load_cache_bytes(cache::Cache& cache, const uint8_t* data, size_
         if (age_ms >= uint64_t{e.snapshot.answer.ttl} * 1000) continue;  // expired since the dump
         const uint64_t born_ms = now_ms > age_ms ? now_ms - age_ms : 0;
         const auto& s = e.snapshot;
+        if (s.qtype == cache::kNxdomainMarkerType) continue;  // never stored: see nxdomain_cut.h
         cache.insert_at(cache::CacheKey{dns::Bytes(s.name), s.qtype, s.qclass, s.key_flags},
                         s.answer, born_ms, now_ms);
         ++result.entries;

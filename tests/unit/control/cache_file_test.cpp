@@ -168,6 +168,34 @@ TEST_F(CacheFileTest, LoadAppliesTheTtlPolicy) {
     EXPECT_EQ(ttl_of(find(raised, "short.example.test", kNow), "short.example.test"), 30u);
 }
 
+// An NXDOMAIN's cut marker (cache/nxdomain_cut.h) is the cache's own: a dump leaves it out and
+// counts only the entries it wrote, and the load rebuilds it from the NXDOMAIN.
+TEST_F(CacheFileTest, NxdomainCutMarkersAreNotDumpedAndComeBackWithTheirNxdomain) {
+    cache::Cache before(cache::CacheConfig{.budget_bytes = 1 << 20});
+    ClientQuery gone("gone.example.test", dns::rtype::A);
+    before.insert(cache::CacheKey{gone.lower.view(), dns::rtype::A, 1, 0},
+                  *prepare(cache::testing::negative_answer("gone.example.test",
+                                                           dns::Rcode::NxDomain, 300, 300),
+                           kPolicy),
+                  kNow);
+    store(before, "kept.example.test", 300, kNow);
+    auto dumped = dump_cache(before, path_, kNow, kWall);
+    ASSERT_TRUE(dumped.ok) << dumped.error;
+    EXPECT_EQ(dumped.entries, 2u);
+
+    cache::Cache after(cache::CacheConfig{.budget_bytes = 1 << 20});
+    auto loaded = load_cache(after, path_, kPolicy, kNow, kWall);
+    ASSERT_TRUE(loaded.ok) << loaded.error;
+    EXPECT_EQ(loaded.entries, 2u);
+    ClientQuery below("a.gone.example.test", dns::rtype::A);
+    const cache::CacheKey key{below.lower.view(), dns::rtype::A, 1, 0};
+    EXPECT_EQ(after
+                  .lookup_below_nxdomain(key, key.name.size() - 1, below.query(), kNow,
+                                         cache::RenderLimits{}, out_)
+                  .freshness,
+              cache::Freshness::Fresh);
+}
+
 }  // namespace
 }  // namespace nscache::control
 
