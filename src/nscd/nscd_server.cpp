@@ -63,7 +63,8 @@ NscdServer::NscdServer(upstream::ResolverShared& resolver, WorkerCounters& count
       lookup_(worker_index, loop_, resolver, counters, *this, settings_->routing, options_.lookup),
       map_(options_.map),
       others_(loop_, options_.proxy_threads),
-      connections_(loop_, *this, kMaxConnections, kConnectionTimeoutMs),
+      connections_(loop_, *this, kMaxConnections, kConnectionTimeoutMs,
+                   options_.max_connections_per_user),
       requests_(kMaxRequests) {}
 
 NscdServer::~NscdServer() {

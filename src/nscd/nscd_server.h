@@ -33,6 +33,9 @@ struct NscdOptions {
     std::string socket_path;            // /var/run/nscd/socket when installed
     bool proxy_other_databases = true;  // false: "decline", glibc asks NSS itself
     unsigned proxy_threads = 4;
+    // Connections one user may hold open at once (max-connections-per-user; root: no limit
+    // but kMaxConnections).
+    size_t max_connections_per_user = 256;
     bool prefetch = true;
     MapOptions map;
     hostdb::HostLookupOptions lookup;
