@@ -155,8 +155,11 @@ int run_daemon(const ConfigSource& source, const Config& config) {
     const uint32_t nscd_index = workers + (config.nss ? 1 : 0);
     std::unique_ptr<nssd::NssServer> nss;
     if (config.nss) {
-        nss = std::make_unique<nssd::NssServer>(resolver_shared, counters[workers], nss_index,
-                                                nssd::NssOptions{config.nss_socket, {}}, settings);
+        nssd::NssOptions o;
+        o.socket_path = config.nss_socket;
+        o.max_connections_per_user = config.max_connections_per_user;
+        nss = std::make_unique<nssd::NssServer>(resolver_shared, counters[workers], nss_index, o,
+                                                settings);
         std::string error;
         if (!make_parent_folder(config.nss_socket)) {
             error = "cannot create the folder of " + config.nss_socket;
@@ -175,6 +178,7 @@ int run_daemon(const ConfigSource& source, const Config& config) {
         o.socket_path = config.nscd_socket;
         o.proxy_other_databases = config.nscd_proxy_other_databases;
         o.prefetch = config.prefetch;
+        o.max_connections_per_user = config.max_connections_per_user;
         o.map.data_size = static_cast<uint32_t>(config.nscd_map_size);
         nscd_front = std::make_unique<nscd::NscdServer>(resolver_shared, counters[workers + 1],
                                                         nscd_index, o, settings);

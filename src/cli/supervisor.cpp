@@ -47,6 +47,7 @@ std::vector<std::string> keep_fixed_options(const Config& running, Config& next)
     keep("nscd-socket", &Config::nscd_socket);
     keep("nscd-other-databases", &Config::nscd_proxy_other_databases);
     keep("nscd-map-size", &Config::nscd_map_size);
+    keep("max-connections-per-user", &Config::max_connections_per_user);
     keep("edns-buffer-size", &Config::edns_buffer_size);
     keep("cache-file", &Config::cache_file);
     keep("state-dir", &Config::state_dir);  // handed to the daemon's user at start

@@ -72,12 +72,19 @@ namespace nscache {
     X(shared_writes, "answers written to the shared tier")                                         \
     X(shared_writes_dropped, "answers not written: tier down or full")
 
+// X(name, help): levels now, not totals since start. Each is written (stored, not bumped) by
+// the one thread that owns what it measures; the other blocks keep 0, so the sum is the level.
+#define NSCACHE_WORKER_GAUGES(X)                       \
+    X(nscd_map_records, "records in the nscd map now") \
+    X(nscd_refresh_timers, "nscd prefetch timers pending now (at most one per record in the map)")
+
 // The shared tier's state, for stats (sharedcache::TierHealth).
 enum class SharedTierState : uint8_t { Off = 0, Up = 1, Degraded = 2, Down = 3 };
 
 struct alignas(64) WorkerCounters {
 #define NSCACHE_DECLARE_COUNTER(name, help) std::atomic<uint64_t> name{0};
     NSCACHE_WORKER_COUNTERS(NSCACHE_DECLARE_COUNTER)
+    NSCACHE_WORKER_GAUGES(NSCACHE_DECLARE_COUNTER)
 #undef NSCACHE_DECLARE_COUNTER
     // Answer latency by source (common/latency_histogram.h). The cache's stays empty: a hit is
     // answered in the loop turn that read it, so readers count cache_hits at zero latency
@@ -86,6 +93,11 @@ struct alignas(64) WorkerCounters {
     // How long shared-tier lookups that got a reply waited for it.
     LatencyHistogram shared_latency;
 };
+
+// Single-writer level (NSCACHE_WORKER_GAUGES).
+inline void set_level(std::atomic<uint64_t>& gauge, uint64_t value) {
+    gauge.store(value, std::memory_order_relaxed);
+}
 
 // Single-writer increment: a plain load and store, no locked instruction.
 inline void bump(std::atomic<uint64_t>& counter, uint64_t by = 1) {

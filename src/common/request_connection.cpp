@@ -147,7 +147,7 @@ RequestConnections::RequestConnections(EventLoop& loop, RequestHandler& handler,
     : loop_(loop),
       handler_(handler),
       timeout_ms_(timeout_ms),
-      max_per_user_(max_per_user != 0 ? max_per_user : std::max<size_t>(1, max_connections / 8)),
+      max_per_user_(max_per_user != 0 ? max_per_user : std::max<size_t>(1, max_connections / 4)),
       open_(max_connections) {}
 
 RequestConnections::~RequestConnections() {
@@ -164,8 +164,11 @@ void RequestConnections::adopt(int fd) {
         cred.uid = static_cast<uid_t>(-1);
     }
     size_t& mine = per_user_[cred.uid];
+    // Root is no hostile local user, and a root service's thread pool at a cold start may have
+    // more lookups in flight than a share: it is held to the total only.
+    const bool within_share = cred.uid == 0 || mine < max_per_user_;
     uint64_t id;
-    std::unique_ptr<RequestConnection>* slot = mine < max_per_user_ ? open_.add(id) : nullptr;
+    std::unique_ptr<RequestConnection>* slot = within_share ? open_.add(id) : nullptr;
     if (slot == nullptr) {  // full, or this user's share is: the client falls back (NSS, no nscd)
         if (mine == 0) per_user_.erase(cred.uid);
         close(fd);

@@ -5,6 +5,9 @@
 // and so is one that sends more than one request or one its handler calls invalid.
 // The sockets are 0666 (every local user resolves names): one user (SO_PEERCRED uid) holds at
 // most a share of the connections, so that idle clients of one cannot lock out the others.
+// Root has no share (it is no hostile local user, and a root service's thread pool may have
+// more lookups in flight at once): it is held to the total only. A client over a limit is
+// closed at accept, never held, so that it falls back to NSS at once.
 // Only the thread that runs `loop` may use them.
 #pragma once
 
@@ -88,13 +91,14 @@ class RequestConnection final : public EventHandler {
 
 class RequestConnections {
   public:
-    // A user's share: an eighth of the total unless `max_per_user` says otherwise.
+    // A user's share: a quarter of the total unless `max_per_user` says otherwise (uid 0 has
+    // none).
     RequestConnections(EventLoop& loop, RequestHandler& handler, size_t max_connections,
                        uint64_t timeout_ms, size_t max_per_user = 0);
     ~RequestConnections();
 
     // Takes an accepted socket; closes it at once when max_connections are open, or the
-    // share of its user (SO_PEERCRED) is.
+    // share of its user (SO_PEERCRED; not root) is.
     void adopt(int fd);
     // The connection `id`, or null when it is gone (closed, timed out).
     RequestConnection* find(uint64_t id);

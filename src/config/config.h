@@ -143,6 +143,10 @@ struct Config {
     bool nscd_proxy_other_databases = true;
     // The nscd map's data area (a sparse memfd): when full, its live records move to a new one.
     size_t nscd_map_size = size_t{32} << 20;
+    // Connections one user (SO_PEERCRED uid) may hold open at once on the NSS socket, and on
+    // the nscd socket, of their 1,024 each: the sockets are 0666, and one user's idle clients
+    // must not lock out everyone else's lookups. Root has no such share.
+    uint32_t max_connections_per_user = 256;
     std::string control_group;
     std::string metrics_listen;
     std::vector<Cidr> metrics_allow;  // empty: loopback only

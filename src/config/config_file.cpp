@@ -279,6 +279,12 @@ const std::map<std::string, Setter, std::less<>>& setters() {
              c.nscd_map_size = *size;
              return std::nullopt;
          }},
+        {"max-connections-per-user",
+         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+             if (auto err = uint_of(n, c.max_connections_per_user, 1024)) return err;
+             if (c.max_connections_per_user == 0) return "expected 1 or more";
+             return std::nullopt;
+         }},
         {"nscd-other-databases",
          [](const toml::node& n, Config& c) -> std::optional<std::string> {
              auto text = n.value<std::string>();

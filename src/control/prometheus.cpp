@@ -152,6 +152,11 @@ std::string format_prometheus(const StatsSnapshot& s) {
     e.sample(#name "_total", "", std::to_string(s.name));
     NSCACHE_WORKER_COUNTERS(NSCACHE_PROM_FIELD)
 #undef NSCACHE_PROM_FIELD
+#define NSCACHE_PROM_GAUGE(name, help) \
+    e.family(#name, help, "gauge");    \
+    e.sample(#name, "", std::to_string(s.name));
+    NSCACHE_WORKER_GAUGES(NSCACHE_PROM_GAUGE)
+#undef NSCACHE_PROM_GAUGE
     for (const auto& f : kCacheFields) {
         const std::string name = f.gauge ? f.name : std::string(f.name) + "_total";
         e.family(name, f.help, f.gauge ? "gauge" : "counter");

@@ -104,6 +104,7 @@ StatsSnapshot collect_stats(const StatsSources& sources, uint64_t now_ms) {
     for (const WorkerCounters& w : sources.workers) {
 #define NSCACHE_SUM_FIELD(name, help) s.name += w.name.load(std::memory_order_relaxed);
         NSCACHE_WORKER_COUNTERS(NSCACHE_SUM_FIELD)
+        NSCACHE_WORKER_GAUGES(NSCACHE_SUM_FIELD)
 #undef NSCACHE_SUM_FIELD
         for (size_t i = 0; i < kAnswerSources; ++i) s.latency[i].add(w.latency[i]);
         s.shared_latency.add(w.shared_latency);
@@ -132,6 +133,7 @@ std::string format_text(const StatsSnapshot& s) {
     };
 #define NSCACHE_TEXT_FIELD(name, help) line(#name, std::to_string(s.name));
     NSCACHE_WORKER_COUNTERS(NSCACHE_TEXT_FIELD)
+    NSCACHE_WORKER_GAUGES(NSCACHE_TEXT_FIELD)
 #undef NSCACHE_TEXT_FIELD
     line("shared_cache_state", state_name(s.shared_state));
     line("hit_ratio", number(s.hit_ratio));
@@ -165,6 +167,7 @@ std::string format_json(const StatsSnapshot& s) {
     };
 #define NSCACHE_JSON_FIELD(name, help) field(#name, std::to_string(s.name));
     NSCACHE_WORKER_COUNTERS(NSCACHE_JSON_FIELD)
+    NSCACHE_WORKER_GAUGES(NSCACHE_JSON_FIELD)
 #undef NSCACHE_JSON_FIELD
     field("shared_cache_state", std::string("\"") + state_name(s.shared_state) + "\"");
     field("hit_ratio", number(s.hit_ratio));

@@ -48,6 +48,7 @@ struct UpstreamGroupStats {
 struct StatsSnapshot {
 #define NSCACHE_SNAPSHOT_FIELD(name, help) uint64_t name = 0;
     NSCACHE_WORKER_COUNTERS(NSCACHE_SNAPSHOT_FIELD)
+    NSCACHE_WORKER_GAUGES(NSCACHE_SNAPSHOT_FIELD)
 #undef NSCACHE_SNAPSHOT_FIELD
     // Up when no Redis node is marked down, down when all are, degraded in between; off
     // without [shared-cache].

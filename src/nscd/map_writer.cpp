@@ -292,6 +292,7 @@ uint64_t MapWriter::expire(uint64_t now_ms) {
             unlink(*current_, it->second);
             live_bytes_ -= it->second.bytes + sizeof(HashEntry);
             index_.erase(it);
+            if (dropped_) dropped_(d->second);
         }
         due_.erase(d);
     }
@@ -299,12 +300,14 @@ uint64_t MapWriter::expire(uint64_t now_ms) {
 }
 
 void MapWriter::remove(RequestType type, std::span<const uint8_t> key) {
-    auto it = index_.find(index_key(type, key));
+    const std::string k = index_key(type, key);
+    auto it = index_.find(k);
     if (it == index_.end()) return;
     unlink(*current_, it->second);
     due_.erase(Due{it->second.expires_ms, it->second.serial});
     live_bytes_ -= it->second.bytes + sizeof(HashEntry);
     index_.erase(it);
+    if (dropped_) dropped_(k);
 }
 
 uint64_t MapWriter::expiry_of(RequestType type, std::span<const uint8_t> key) const {
@@ -328,9 +331,10 @@ bool MapWriter::rotate(uint64_t now_s, bool keep_records, uint32_t data_size) {
                 full ? std::nullopt
                      : place(*next, type, key,
                              std::span<const uint8_t>(current_->data() + e.data_ref, e.bytes));
-            if (!placed) {  // dropped: so is its place in the expiry queue
+            if (!placed) {  // dropped: so is its place in the expiry queue, and what callers keep
                 full = true;
                 due_.erase(Due{e.expires_ms, e.serial});
+                if (dropped_) dropped_(k);
                 continue;
             }
             placed->expires_ms = e.expires_ms;
@@ -346,6 +350,11 @@ bool MapWriter::rotate(uint64_t now_s, bool keep_records, uint32_t data_size) {
     guard(*current_, false);
     old->retire();
     if (options_.certainly_running) retired_.emplace_back(guard_generation_, std::move(old));
+    // Starting from nothing (a flush, or live records that fill even a new map): every record
+    // leaves. The same walk as copying them would be, on the same thread.
+    if (!keep_records && dropped_) {
+        for (const auto& entry : index_) dropped_(entry.first);
+    }
     index_ = std::move(kept);
     live_bytes_ = kept_bytes;
     if (!keep_records) due_.clear();

@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -124,6 +125,16 @@ class MapWriter {
     // When the record of (type, key) expires, or 0 when none is published.
     uint64_t expiry_of(RequestType type, std::span<const uint8_t> key) const;
 
+    // (type, key) as the index names it: the type byte, then the key.
+    static std::string index_key(RequestType type, std::span<const uint8_t> key);
+    // Told the index key of each record that leaves the map other than by a newer record of
+    // its key taking its place: expired, removed, dropped by a rotation, flushed. What a caller
+    // keeps per record (the nscd thread's prefetch timers) then lives no longer than the
+    // record: any local user can have many distinct names published and then dropped. Called
+    // from within publish(), expire(), remove() and flush(); it must not call the writer.
+    using DropListener = std::function<void(const std::string& index_key)>;
+    void set_drop_listener(DropListener listener) { dropped_ = std::move(listener); }
+
   private:
     struct Entry {
         uint32_t hash_ref = kEndRef;  // the HashEntry
@@ -136,7 +147,6 @@ class MapWriter {
     // An expiry-queue position: (expires_ms, serial), unique per live record.
     using Due = std::pair<uint64_t, uint64_t>;
 
-    static std::string index_key(RequestType type, std::span<const uint8_t> key);
     // Writes a record block copy and its hash entry into `map`, linked first in its bucket.
     std::optional<Entry> place(MapFile& map, RequestType type, std::span<const uint8_t> key,
                                std::span<const uint8_t> block);
@@ -169,6 +179,7 @@ class MapWriter {
     // One entry per record of index_, erased with it (a replaced record leaves nothing
     // behind): a client asking again and again cannot grow it.
     std::map<Due, std::string> due_;
+    DropListener dropped_;
 };
 
 }  // namespace nscache::nscd

@@ -63,8 +63,11 @@ NscdServer::NscdServer(upstream::ResolverShared& resolver, WorkerCounters& count
       lookup_(worker_index, loop_, resolver, counters, *this, settings_->routing, options_.lookup),
       map_(options_.map),
       others_(loop_, options_.proxy_threads),
-      connections_(loop_, *this, kMaxConnections, kConnectionTimeoutMs),
-      requests_(kMaxRequests) {}
+      connections_(loop_, *this, kMaxConnections, kConnectionTimeoutMs,
+                   options_.max_connections_per_user),
+      requests_(kMaxRequests) {
+    map_.set_drop_listener([this](const std::string& key) { cancel_refresh(key); });
+}
 
 NscdServer::~NscdServer() {
     stop();
@@ -172,6 +175,19 @@ void NscdServer::flush_map() {
     ++flushes_;
     map_.flush(wall_s());
     count_rotations();
+    set_levels();
+}
+
+void NscdServer::cancel_refresh(const std::string& index_key) {
+    auto it = refresh_timers_.find(index_key);
+    if (it == refresh_timers_.end()) return;
+    loop_.cancel_timer(it->second);
+    refresh_timers_.erase(it);
+}
+
+void NscdServer::set_levels() {
+    set_level(counters_.nscd_map_records, map_.entries());
+    set_level(counters_.nscd_refresh_timers, refresh_timers_.size());
 }
 
 void NscdServer::count_rotations() {
@@ -366,6 +382,7 @@ void NscdServer::answer_host(RequestId id, const hostdb::HostAnswer& answer) {
                 schedule_refresh(r, answer);
             }
         }
+        set_levels();
     }
     if (connection != nullptr) connection->send(std::move(reply));
 }
@@ -379,6 +396,7 @@ void NscdServer::schedule_expiry(uint64_t due_ms) {
         expiry_timer_ = EventLoop::kNoTimer;
         loop_.refresh_now();
         const uint64_t next = map_.expire(loop_.now_ms());
+        set_levels();
         expiry_due_ms_ = 0;
         schedule_expiry(next);
     });
@@ -395,13 +413,13 @@ void NscdServer::schedule_refresh(const Request& r, const hostdb::HostAnswer& an
     std::string name = answer.answered_name;
     // One timer per key, replaced: every request on the socket comes here, and a timer per
     // request would hold its memory until the record's TTL runs out (audit item 3).
-    std::string timer_key(1, static_cast<char>(type));
-    timer_key.append(key.begin(), key.end());
+    std::string timer_key = MapWriter::index_key(type, key);
     auto [slot, added] = refresh_timers_.try_emplace(timer_key, EventLoop::kNoTimer);
     if (!added) loop_.cancel_timer(slot->second);
     slot->second = loop_.add_timer(expires - lead, [this, type, key, left, expires, flushes, name,
                                                     timer_key = std::move(timer_key)]() mutable {
         refresh_timers_.erase(timer_key);
+        set_levels();
         // Only while that very record is still the one published.
         if (flushes != flushes_ || map_.expiry_of(type, key) != expires) return;
         if (type != GETHOSTBYADDR && type != GETHOSTBYADDRv6 && name.empty()) return;

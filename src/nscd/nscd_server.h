@@ -33,6 +33,9 @@ struct NscdOptions {
     std::string socket_path;            // /var/run/nscd/socket when installed
     bool proxy_other_databases = true;  // false: "decline", glibc asks NSS itself
     unsigned proxy_threads = 4;
+    // Connections one user may hold open at once (max-connections-per-user; root: no limit
+    // but kMaxConnections).
+    size_t max_connections_per_user = 256;
     bool prefetch = true;
     MapOptions map;
     hostdb::HostLookupOptions lookup;
@@ -99,6 +102,10 @@ class NscdServer final : public hostdb::HostSink, public RequestHandler {
     void settle_map(uint64_t retry_ms);
     // Counts the map's rotations (and those it deferred) since the last call.
     void count_rotations();
+    // A record left the map: its prefetch timer goes with it.
+    void cancel_refresh(const std::string& index_key);
+    // The stats' levels of the map and its timers (nscd_map_records, nscd_refresh_timers).
+    void set_levels();
 
     WorkerCounters& counters_;
     NscdOptions options_;
@@ -113,7 +120,8 @@ class NscdServer final : public hostdb::HostSink, public RequestHandler {
     std::unique_ptr<Listener> listener_;  // from start()
     RequestConnections connections_;
     SlotTable<Request> requests_;
-    // The prefetch timer of each (type, key) published: at most one each.
+    // The prefetch timer of each (type, key) published (by MapWriter::index_key): at most one
+    // each, and only while its record is in the map (MapWriter's drop listener cancels it).
     std::unordered_map<std::string, EventLoop::TimerHandle> refresh_timers_;
     EventLoop::TimerHandle expiry_timer_ = EventLoop::kNoTimer;
     EventLoop::TimerHandle settle_timer_ = EventLoop::kNoTimer;

@@ -32,7 +32,8 @@ NssServer::NssServer(upstream::ResolverShared& resolver, WorkerCounters& counter
       options_(std::move(options)),
       settings_(std::move(settings)),
       lookup_(worker_index, loop_, resolver, counters, *this, settings_->routing, options_.lookup),
-      connections_(loop_, *this, kMaxConnections, kConnectionTimeoutMs),
+      connections_(loop_, *this, kMaxConnections, kConnectionTimeoutMs,
+                   options_.max_connections_per_user),
       requests_(kMaxRequests) {}
 
 NssServer::~NssServer() {

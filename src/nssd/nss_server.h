@@ -30,6 +30,9 @@ namespace nscache::nssd {
 struct NssOptions {
     std::string socket_path;
     hostdb::HostLookupOptions lookup;
+    // Connections one user may hold open at once (max-connections-per-user; root: no limit
+    // but kMaxConnections).
+    size_t max_connections_per_user = 256;
 };
 
 class NssServer final : public hostdb::HostSink, public RequestHandler {

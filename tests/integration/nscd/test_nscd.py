@@ -422,3 +422,108 @@ def test_repeated_requests_for_one_name_hold_no_memory(nscd_ns, nscd_daemon):
     assert r.stdout.strip() == "20000", r
     grown, rotations = _rss_kib(d.pid) - before, rotated() - rotations_before
     assert (grown < 4096, rotations) == (True, 0), f"grew by {grown} KiB, {rotations} map rotations"
+
+
+# Opens COUNT connections to the socket at once, then asks GETHOSTBYNAME for one name on each:
+# prints how many were answered (a connection closed at accept reads EOF or a reset).
+_CONCURRENT = """
+import socket, struct, sys
+path, name, count = sys.argv[1], sys.argv[2].encode() + b"\\0", int(sys.argv[3])
+conns = []
+for _ in range(count):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(4)
+    s.connect(path)
+    conns.append(s)
+answered = 0
+for s in conns:
+    try:
+        s.sendall(struct.pack("iii", 2, 4, len(name)) + name)  # GETHOSTBYNAME
+        head = s.recv(32)
+        answered += len(head) == 32 and struct.unpack("8i", head)[1] == 1
+    except OSError:
+        pass
+for s in conns:
+    s.close()
+print(answered)
+"""
+
+
+def test_one_user_with_200_lookups_at_once_is_served(nscd_ns, nscd_daemon):
+    """Review of audit item 6: one user's share was an eighth of the 1,024 connections (128),
+    so a service with a bigger thread pool at a cold start had the excess closed (EAI_AGAIN
+    with `hosts: nscache` alone). A user may hold a quarter (max-connections-per-user)."""
+    concurrent = lambda: nscd_ns.run(  # noqa: E731
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+         "/usr/bin/python3", "-c", _CONCURRENT, SOCKET, "dual.example.test", "200"], timeout=60)
+    d = nscd_daemon()
+    r = concurrent()
+    assert r.stdout.strip() == "200", r
+    d.stop()
+    nscd_daemon(config="max-connections-per-user = 50\n")
+    r = concurrent()
+    assert r.stdout.strip() == "50", r  # the rest closed at once, not held
+
+
+def long_ttl_generator(qname, rdtype):
+    labels = qname.to_text().split(".")
+    if len(labels) < 3 or labels[1] != "long" or not labels[0].startswith("l"):
+        return None
+    i = int(labels[0][1:])
+    if rdtype == dns.rdatatype.A:
+        return [dns.rrset.from_text(qname, 3600, "IN", "A", f"10.{i // 256}.{i % 256}.2")]
+    return None
+
+
+# Asks GETHOSTBYNAME for lFIRST.long.example.test .. lLAST-1.long.example.test, one connection
+# each; prints how many were found.
+_DISTINCT = """
+import socket, struct, sys
+path, first, last = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+found = 0
+for i in range(first, last):
+    name = f"l{i}.long.example.test".encode() + b"\\0"
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(4)
+    try:
+        s.connect(path)
+        s.sendall(struct.pack("iii", 2, 4, len(name)) + name)
+        head = s.recv(32)
+        found += len(head) == 32 and struct.unpack("8i", head)[1] == 1
+    finally:
+        s.close()
+print(found)
+"""
+
+
+def test_refresh_timers_never_outnumber_the_map_s_records(nscd_ns, nscd_daemon, fake_upstream):
+    """Review of audit item 3: a prefetch timer was erased only when it fired (near the
+    record's TTL): records that left the map (dropped by a rotation, flushed) kept theirs, so a
+    user asking many distinct long-TTL names grew the timer table past the map's records."""
+    fake_upstream.generator = long_ttl_generator
+    try:
+        d = nscd_daemon(config='nscd-map-size = "64K"\n')
+
+        def levels():
+            s = dict(_flat(d.stats()))
+            assert any(k.endswith("nscd_refresh_timers") for k in s), s
+            pick = lambda name: sum(v for k, v in s.items() if k.endswith(name))  # noqa: E731
+            return pick("nscd_refresh_timers"), pick("nscd_map_records"), pick("nscd_map_rotations")
+
+        ask = lambda first, last: nscd_ns.run(  # noqa: E731
+            ["/usr/bin/python3", "-c", _DISTINCT, SOCKET, str(first), str(last)], timeout=120)
+        r = ask(0, 1500)  # more than a 64K map holds: it fills, rotates, drops records
+        assert r.stdout.strip() == "1500", r
+        timers, records, rotations = levels()
+        assert rotations > 0, "the map never filled: the test did not exercise rotation"
+        assert 0 < records < 1500, (timers, records)
+        assert timers <= records, f"{timers} refresh timers for {records} records in the map"
+
+        invalidate = ("import socket,struct,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); "
+                      "s.sendall(struct.pack('iii', 2, 10, 6) + b'hosts\\0'); print(s.recv(16).hex())")
+        done = nscd_ns.run(["/usr/bin/python3", "-c", invalidate, SOCKET])
+        assert done.stdout.strip() == "00000000", done
+        timers, records, _ = levels()
+        assert (timers, records) == (0, 0), f"after a flush: {timers} refresh timers, {records} records"
+    finally:
+        fake_upstream.generator = None

@@ -93,6 +93,18 @@ TEST(ConfigText, NscdFrontIsOffByDefaultAndTakesItsKeys) {
     }
 }
 
+TEST(ConfigText, MaxConnectionsPerUser) {
+    Config c;
+    EXPECT_EQ(c.max_connections_per_user, 256u);  // a quarter of each socket's 1,024
+    ASSERT_FALSE(load_config_text("max-connections-per-user = 1024\n", "test", c));
+    EXPECT_EQ(c.max_connections_per_user, 1024u);
+    for (const char* bad : {"max-connections-per-user = 0\n", "max-connections-per-user = 1025\n",
+                            "max-connections-per-user = \"many\"\n"}) {
+        Config d;
+        EXPECT_TRUE(load_config_text(bad, "test", d)) << bad;
+    }
+}
+
 TEST_F(ConfigFileTest, ErrorsNameFileAndLine) {
     Config c;
     auto err = load_config_file(write("threads = 2\ncache-size = \"lots\"\n"), c);

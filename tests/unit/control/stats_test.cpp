@@ -139,6 +139,23 @@ TEST_F(StatsFixture, PrometheusDeclaresEachFamilyOnceWithItsType) {
     samples(text);
 }
 
+// Levels (NSCACHE_WORKER_GAUGES) are summed over the blocks like counters (only their owner's
+// block is not 0) and exposed as gauges, never as _total counters.
+TEST_F(StatsFixture, GaugesAreLevelsInEveryFormat) {
+    set_level(workers[1].nscd_refresh_timers, 7);
+    set_level(workers[1].nscd_map_records, 9);
+    const StatsSnapshot s = collect_stats(sources(), 0);
+    EXPECT_EQ(s.nscd_refresh_timers, 7u);
+    const std::string prom = format_prometheus(s);
+    EXPECT_NE(
+        prom.find("# TYPE nscache_nscd_refresh_timers gauge\nnscache_nscd_refresh_timers 7\n"),
+        std::string::npos)
+        << prom;
+    EXPECT_NE(prom.find("nscache_nscd_map_records 9\n"), std::string::npos);
+    EXPECT_NE(format_json(s).find("\"nscd_refresh_timers\": 7"), std::string::npos);
+    EXPECT_NE(format_text(s).find("nscd_map_records 9\n"), std::string::npos);
+}
+
 TEST_F(StatsFixture, PrometheusHistogramIsCumulativeBySource) {
     fill();
     const auto m = samples(format_prometheus(collect_stats(sources(), 0)));

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <set>
 #include <string>
 
 namespace nscache::nscd {
@@ -243,6 +244,41 @@ TEST(MapWriter, ChurnRotatesTheMapAtMostOncePerInterval) {
         w.publish(GETAI, bytes("churn"), bytes(std::string(100, 'a' + i % 2)), 600, 60'000, 1000);
     }
     EXPECT_EQ(w.rotations(), before + 1);  // once the interval has passed
+}
+
+// Review of audit item 3: what the nscd thread keeps per record (a prefetch timer) was let go
+// only near the record's TTL, not when the record left the map. The drop listener hears every
+// record that leaves (expired, removed, dropped by a rotation, flushed), and none that a newer
+// record of its key replaced: what it has not heard of is exactly what the map holds.
+TEST(MapWriter, TheDropListenerHearsEveryRecordThatLeaves) {
+    MapWriter w(MapOptions{.module = 7, .data_size = 64 * 1024});
+    ASSERT_FALSE(w.open(1000));
+    std::set<std::string> held;
+    size_t unknown = 0;
+    w.set_drop_listener([&](const std::string& k) { unknown += held.erase(k) == 0; });
+    auto publish = [&](const std::string& name, const std::string& answer, uint32_t ttl,
+                       uint64_t now_ms) {
+        if (w.publish(GETAI, bytes(name), bytes(answer), ttl, now_ms, 1000)) {
+            held.insert(MapWriter::index_key(GETAI, bytes(name)));
+        }
+    };
+    uint64_t now_ms = 0;
+    for (int i = 0; i < 3000; ++i) {  // far more than 64K holds: rotations drop records
+        now_ms += 1000;
+        publish("name-" + std::to_string(i), std::string(60, 'a' + i % 2), 86400, now_ms);
+        publish("name-" + std::to_string(i / 2), std::string(60, 'c'), 86400, now_ms);  // replaced
+    }
+    EXPECT_GT(w.rotations(), 0u);
+    EXPECT_EQ(held.size(), w.entries());
+    publish("short", "S", 1, now_ms);
+    w.remove(GETAI, bytes("name-2999"));
+    w.expire(now_ms + 2000);
+    EXPECT_EQ(held.size(), w.entries());
+    EXPECT_EQ(held.count(MapWriter::index_key(GETAI, bytes("short"))), 0u);
+    w.flush(1001);
+    EXPECT_EQ(w.entries(), 0u);
+    EXPECT_TRUE(held.empty());
+    EXPECT_EQ(unknown, 0u);
 }
 
 // A guard that acks only when the test says, and adds up how long it was asked to wait.
