@@ -33,17 +33,26 @@ struct ManualUpstream {
     SocketAddress address;
 
     ManualUpstream() {
-        udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        // UDP and TCP on one port: the kernel picks a free UDP port, whose TCP twin may be in
+        // use by another process's connection, so a few ports are tried.
         sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        EXPECT_EQ(bind(udp, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-        socklen_t len = sizeof a;
-        getsockname(udp, reinterpret_cast<sockaddr*>(&a), &len);
-        tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        const int one = 1;
-        setsockopt(tcp, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        EXPECT_EQ(bind(tcp, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+        bool bound = false;
+        for (int attempt = 0; attempt < 64 && !bound; ++attempt) {
+            if (udp >= 0) close(udp);
+            if (tcp >= 0) close(tcp);
+            udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+            a = sockaddr_in{};
+            a.sin_family = AF_INET;
+            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            EXPECT_EQ(bind(udp, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+            socklen_t len = sizeof a;
+            getsockname(udp, reinterpret_cast<sockaddr*>(&a), &len);
+            tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            const int one = 1;
+            setsockopt(tcp, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+            bound = bind(tcp, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+        }
+        EXPECT_TRUE(bound) << "no port free for both UDP and TCP";
         EXPECT_EQ(listen(tcp, 8), 0);
         address = SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&a), sizeof a);
     }
