@@ -191,7 +191,8 @@ bool UpstreamQuery::send_udp(int upstream, UdpAttempt& attempt) {
     if (attempt.socket == nullptr) return false;
     attempt.id = secure_random_u16();
     CookieOption cookie;  // none: `upstream-cookies = false` (BIND's send-cookie)
-    if (owner_.options().upstream_cookies) {
+    const bool retry_without_cookie = formerr_retried_ && upstream == formerr_retry_upstream_;
+    if (owner_.options().upstream_cookies && !retry_without_cookie) {
         cookie = owner_.cookies().option_for(to, loop_.now_ms());
     }
     attempt.cookie_sent = cookie.size > 0;
@@ -231,6 +232,13 @@ void UpstreamQuery::on_udp_readable(UdpAttempt& attempt) {
             continue;
         }
         if (!dns::scan_response(msg, tls_scan)) {
+            if (dns::read_u16(msg.data() + 2) & dns::flag::TC) {
+                // RFC 1035 §4.2.1 lets a server cut a truncated message mid-record: what it
+                // says is "ask over TCP", which a forger could say with a well-formed TC=1
+                // answer as well. No RTT sample and no health change from it.
+                start_tcp(attempt.upstream);
+                return;  // start_tcp moved on (or finished and destroyed us)
+            }
             // Its header and question match but the rest does not parse, so its cookie (if
             // any) cannot be checked: taken as an answer, a forger who matched ID and port
             // alone could end the attempt, skew the server's RTT and reset its health. A
@@ -400,15 +408,23 @@ void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, StreamConnection* st
         // (RFC 6891 §6.1.2 says to ignore it): asked again at once without the cookie, and
         // sent none for a while. Only a server that never sent a cookie: one that did knows
         // the option, and a forged FORMERR cannot turn its cookies off.
+        // The server is remembered as cookie-less only once the retry without the cookie is
+        // answered otherwise (below): one forged FORMERR, an off-path guess of ID and port,
+        // must not turn cookies off for an hour.
         bump(counters_.upstream_errors);
-        owner_.cookies().refuses_cookies(from.udp_address(), loop_.now_ms());
         if (!formerr_retried_ && udp_sent_[upstream] < kMaxTriesPerServer &&
             attempts_ < kMaxAttempts) {
             formerr_retried_ = true;
+            formerr_retry_upstream_ = upstream;
             ++attempts_;
             send_attempt(upstream);
             return;
         }
+    }
+    if (!cookie_sent && stream == nullptr && formerr_retried_ &&
+        upstream == formerr_retry_upstream_ &&
+        tls_scan.extended_rcode != static_cast<uint16_t>(dns::Rcode::FormErr)) {
+        owner_.cookies().refuses_cookies(from.udp_address(), loop_.now_ms());
     }
     auto prepared = cache::prepare_answer(msg, tls_scan, owner_.options().ttl);
     if (!prepared) {

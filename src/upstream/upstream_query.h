@@ -140,10 +140,11 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     // tls:// upstream), and TCP after TC=1.
     uint8_t udp_sent_[64] = {};
     uint8_t tcp_sent_[64] = {};
-    bool badcookie_retried_ = false;  // RFC 7873 §5.3: one retry after BADCOOKIE
-    bool formerr_retried_ = false;    // one retry without the cookie after FORMERR
-    bool cookie_missing_ = false;     // an answer dropped for leaving out an expected cookie
-    bool sent_any_ = false;           // a query left for some upstream (not only failed sends)
+    bool badcookie_retried_ = false;   // RFC 7873 §5.3: one retry after BADCOOKIE
+    bool formerr_retried_ = false;     // one retry without the cookie after FORMERR
+    int formerr_retry_upstream_ = -1;  // the server that retry went to (sent no cookie since)
+    bool cookie_missing_ = false;      // an answer dropped for leaving out an expected cookie
+    bool sent_any_ = false;            // a query left for some upstream (not only failed sends)
     std::shared_ptr<const void> set_owner_;
     std::string_view shared_view_;
     bool cacheable_ = true;

@@ -207,5 +207,68 @@ TEST(UpstreamQuery, AMalformedUdpAnswerIsAMismatchNotAnAnswer) {
     EXPECT_FALSE(h.fake().take_udp());  // answered by the first try
 }
 
+// A server may cut a truncated answer mid-record (RFC 1035 §4.2.1): such an answer says "ask
+// over TCP", at once, not "wait for another answer" (each of the three tries waited its full
+// timeout as a suspected forgery, and TCP came after the deadline or never).
+TEST(UpstreamQuery, ATruncatedAnswerCutMidRecordGoesToTcpAtOnce) {
+    ResolverOptions options;
+    options.query_timeout_ms = 10'000;
+    ResolverHarness h(options);
+    ASSERT_TRUE(h.resolver.resolve(ResolverHarness::question("cut.example.test"), 1));
+    std::optional<testing::ManualUpstream::Received> q;
+    ASSERT_TRUE(h.run_until([&] { return (q = h.fake().take_udp()).has_value(); }));
+    auto cut = answer_to(q->msg, dns::flag::TC, 3, a_record(300, 7));
+    cut.resize(cut.size() - 6);  // the first record's RDATA cut short, two more announced
+    h.fake().reply_udp(*q, cut);
+    int conn = -1;
+    ASSERT_TRUE(h.run_until([&] { return (conn = h.fake().accept_tcp()) >= 0; }));
+    std::vector<uint8_t> framed(2 + 512);
+    size_t have = 0;
+    ASSERT_TRUE(h.run_until([&] {
+        const ssize_t n = recv(conn, framed.data() + have, framed.size() - have, MSG_DONTWAIT);
+        if (n > 0) have += static_cast<size_t>(n);
+        return have >= 2 && have >= 2u + dns::read_u16(framed.data());
+    }));
+    std::vector<uint8_t> tcp_query(framed.begin() + 2,
+                                   framed.begin() + 2 + dns::read_u16(framed.data()));
+    auto answer = answer_to(tcp_query, 0, 1, a_record(300, 7));
+    std::vector<uint8_t> out(2);
+    dns::write_u16(out.data(), static_cast<uint16_t>(answer.size()));
+    out.insert(out.end(), answer.begin(), answer.end());
+    ASSERT_EQ(send(conn, out.data(), out.size(), MSG_NOSIGNAL), static_cast<ssize_t>(out.size()));
+    ASSERT_TRUE(h.run_until([&] { return !h.sink.deliveries.empty(); }));
+    ASSERT_TRUE(h.sink.deliveries[0].outcome.answer);
+    EXPECT_EQ(h.sink.deliveries[0].outcome.answer->ancount, 1);
+    EXPECT_EQ(h.counters.upstream_timeouts.load(), 0u);
+    EXPECT_EQ(h.counters.dropped_mismatched.load(), 0u);
+    EXPECT_FALSE(h.fake().take_udp());  // no second UDP try
+    close(conn);
+}
+
+// A FORMERR to a query with a cookie is asked again without it; the server is taken for one
+// that rejects cookies only when that retry is answered otherwise. One forged FORMERR (an
+// off-path guess of ID and port) turned cookies off for an hour.
+TEST(UpstreamQuery, OneFormerrDoesNotTurnCookiesOff) {
+    ResolverOptions options;
+    options.query_timeout_ms = 10'000;
+    ResolverHarness h(options);
+    ASSERT_TRUE(h.resolver.resolve(ResolverHarness::question("one.example.test"), 1));
+    std::optional<testing::ManualUpstream::Received> q;
+    ASSERT_TRUE(h.run_until([&] { return (q = h.fake().take_udp()).has_value(); }));
+    const size_t with_cookie = q->msg.size();
+    h.fake().reply_udp(*q, answer_to(q->msg, static_cast<uint16_t>(dns::Rcode::FormErr), 0, {}));
+    std::optional<testing::ManualUpstream::Received> retry;
+    ASSERT_TRUE(h.run_until([&] { return (retry = h.fake().take_udp()).has_value(); }));
+    EXPECT_LT(retry->msg.size(), with_cookie);  // asked again without the cookie
+    h.fake().reply_udp(*retry,
+                       answer_to(retry->msg, static_cast<uint16_t>(dns::Rcode::FormErr), 0, {}));
+    ASSERT_TRUE(h.run_until([&] { return !h.sink.deliveries.empty(); }));
+    // The next question, of the same length, still carries the cookie.
+    ASSERT_TRUE(h.resolver.resolve(ResolverHarness::question("two.example.test"), 2));
+    std::optional<testing::ManualUpstream::Received> next;
+    ASSERT_TRUE(h.run_until([&] { return (next = h.fake().take_udp()).has_value(); }));
+    EXPECT_EQ(next->msg.size(), with_cookie);
+}
+
 }  // namespace
 }  // namespace nscache::upstream
