@@ -21,6 +21,29 @@ bool peer_closed(int fd) {
     return recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
 }
 
+// The first query the daemon sends on TCP connection `conn`, without its length prefix;
+// empty if none came.
+std::vector<uint8_t> read_framed_query(ResolverHarness& h, int conn) {
+    std::vector<uint8_t> framed(2 + 512);
+    size_t have = 0;
+    const bool whole = h.run_until([&] {
+        const ssize_t n = recv(conn, framed.data() + have, framed.size() - have, MSG_DONTWAIT);
+        if (n > 0) have += static_cast<size_t>(n);
+        return have >= 2 && have >= 2u + dns::read_u16(framed.data());
+    });
+    if (!whole) return {};
+    return std::vector<uint8_t>(framed.begin() + 2,
+                                framed.begin() + 2 + dns::read_u16(framed.data()));
+}
+
+// Sends `message` on `conn` with its two-byte length (RFC 1035 §4.2.2).
+bool send_framed(int conn, const std::vector<uint8_t>& message) {
+    std::vector<uint8_t> out(2);
+    dns::write_u16(out.data(), static_cast<uint16_t>(message.size()));
+    out.insert(out.end(), message.begin(), message.end());
+    return send(conn, out.data(), out.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(out.size());
+}
+
 TEST(UpstreamQuery, TruncatedAnswerIsAskedAgainOverTcp) {
     ResolverHarness h;
     ASSERT_TRUE(h.resolver.resolve(ResolverHarness::question("big.example.test"), 1));
@@ -30,20 +53,10 @@ TEST(UpstreamQuery, TruncatedAnswerIsAskedAgainOverTcp) {
     int conn = -1;
     ASSERT_TRUE(h.run_until([&] { return (conn = h.fake().accept_tcp()) >= 0; }));
     // Read the framed query, answer it in full.
-    std::vector<uint8_t> framed(2 + 512);
-    size_t have = 0;
-    ASSERT_TRUE(h.run_until([&] {
-        const ssize_t n = recv(conn, framed.data() + have, framed.size() - have, MSG_DONTWAIT);
-        if (n > 0) have += static_cast<size_t>(n);
-        return have >= 2 && have >= 2u + dns::read_u16(framed.data());
-    }));
-    std::vector<uint8_t> tcp_query(framed.begin() + 2,
-                                   framed.begin() + 2 + dns::read_u16(framed.data()));
+    const std::vector<uint8_t> tcp_query = read_framed_query(h, conn);
+    ASSERT_FALSE(tcp_query.empty());
     auto answer = answer_to(tcp_query, 0, 1, a_record(300, 9));
-    std::vector<uint8_t> out(2);
-    dns::write_u16(out.data(), static_cast<uint16_t>(answer.size()));
-    out.insert(out.end(), answer.begin(), answer.end());
-    ASSERT_EQ(send(conn, out.data(), out.size(), MSG_NOSIGNAL), static_cast<ssize_t>(out.size()));
+    ASSERT_TRUE(send_framed(conn, answer));
     ASSERT_TRUE(h.run_until([&] { return !h.sink.deliveries.empty(); }));
     ASSERT_TRUE(h.sink.deliveries[0].outcome.answer);
     EXPECT_EQ(h.sink.deliveries[0].outcome.answer->ancount, 1);
@@ -63,21 +76,11 @@ TEST(UpstreamQuery, MalformedTcpAnswerClosesTheConnectionAtOnce) {
     h.fake().reply_udp(*q, answer_to(q->msg, dns::flag::TC, 0, {}));
     int conn = -1;
     ASSERT_TRUE(h.run_until([&] { return (conn = h.fake().accept_tcp()) >= 0; }));
-    std::vector<uint8_t> framed(2 + 512);
-    size_t have = 0;
-    ASSERT_TRUE(h.run_until([&] {
-        const ssize_t n = recv(conn, framed.data() + have, framed.size() - have, MSG_DONTWAIT);
-        if (n > 0) have += static_cast<size_t>(n);
-        return have >= 2 && have >= 2u + dns::read_u16(framed.data());
-    }));
-    std::vector<uint8_t> tcp_query(framed.begin() + 2,
-                                   framed.begin() + 2 + dns::read_u16(framed.data()));
+    const std::vector<uint8_t> tcp_query = read_framed_query(h, conn);
+    ASSERT_FALSE(tcp_query.empty());
     // Our ID and question, then an answer count with no record behind it.
     auto answer = answer_to(tcp_query, 0, 3, {});
-    std::vector<uint8_t> out(2);
-    dns::write_u16(out.data(), static_cast<uint16_t>(answer.size()));
-    out.insert(out.end(), answer.begin(), answer.end());
-    ASSERT_EQ(send(conn, out.data(), out.size(), MSG_NOSIGNAL), static_cast<ssize_t>(out.size()));
+    ASSERT_TRUE(send_framed(conn, answer));
     // Well before the query's 10 s deadline (and its next attempt's wait).
     EXPECT_TRUE(h.run_until([&] { return peer_closed(conn); }, 60));
     EXPECT_TRUE(h.sink.deliveries.empty());  // the query goes on with another attempt
@@ -152,20 +155,10 @@ TEST(UpstreamQuery, AfterThreeLostUdpTriesTheServerIsAskedOverTcp) {
         while (h.fake().take_udp()) ++udp_seen;  // every datagram lost
         return (conn = h.fake().accept_tcp()) >= 0;
     }));
-    std::vector<uint8_t> framed(2 + 512);
-    size_t have = 0;
-    ASSERT_TRUE(h.run_until([&] {
-        const ssize_t n = recv(conn, framed.data() + have, framed.size() - have, MSG_DONTWAIT);
-        if (n > 0) have += static_cast<size_t>(n);
-        return have >= 2 && have >= 2u + dns::read_u16(framed.data());
-    }));
-    std::vector<uint8_t> tcp_query(framed.begin() + 2,
-                                   framed.begin() + 2 + dns::read_u16(framed.data()));
+    const std::vector<uint8_t> tcp_query = read_framed_query(h, conn);
+    ASSERT_FALSE(tcp_query.empty());
     auto answer = answer_to(tcp_query, 0, 1, a_record(300, 5));
-    std::vector<uint8_t> out(2);
-    dns::write_u16(out.data(), static_cast<uint16_t>(answer.size()));
-    out.insert(out.end(), answer.begin(), answer.end());
-    ASSERT_EQ(send(conn, out.data(), out.size(), MSG_NOSIGNAL), static_cast<ssize_t>(out.size()));
+    ASSERT_TRUE(send_framed(conn, answer));
     ASSERT_TRUE(h.run_until([&] { return !h.sink.deliveries.empty(); }));
     ASSERT_TRUE(h.sink.deliveries[0].outcome.answer);
     EXPECT_EQ(h.sink.deliveries[0].outcome.answer->ancount, 1);
@@ -222,20 +215,10 @@ TEST(UpstreamQuery, ATruncatedAnswerCutMidRecordGoesToTcpAtOnce) {
     h.fake().reply_udp(*q, cut);
     int conn = -1;
     ASSERT_TRUE(h.run_until([&] { return (conn = h.fake().accept_tcp()) >= 0; }));
-    std::vector<uint8_t> framed(2 + 512);
-    size_t have = 0;
-    ASSERT_TRUE(h.run_until([&] {
-        const ssize_t n = recv(conn, framed.data() + have, framed.size() - have, MSG_DONTWAIT);
-        if (n > 0) have += static_cast<size_t>(n);
-        return have >= 2 && have >= 2u + dns::read_u16(framed.data());
-    }));
-    std::vector<uint8_t> tcp_query(framed.begin() + 2,
-                                   framed.begin() + 2 + dns::read_u16(framed.data()));
+    const std::vector<uint8_t> tcp_query = read_framed_query(h, conn);
+    ASSERT_FALSE(tcp_query.empty());
     auto answer = answer_to(tcp_query, 0, 1, a_record(300, 7));
-    std::vector<uint8_t> out(2);
-    dns::write_u16(out.data(), static_cast<uint16_t>(answer.size()));
-    out.insert(out.end(), answer.begin(), answer.end());
-    ASSERT_EQ(send(conn, out.data(), out.size(), MSG_NOSIGNAL), static_cast<ssize_t>(out.size()));
+    ASSERT_TRUE(send_framed(conn, answer));
     ASSERT_TRUE(h.run_until([&] { return !h.sink.deliveries.empty(); }));
     ASSERT_TRUE(h.sink.deliveries[0].outcome.answer);
     EXPECT_EQ(h.sink.deliveries[0].outcome.answer->ancount, 1);
