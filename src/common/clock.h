@@ -29,6 +29,20 @@ inline uint64_t monotonic_us() {
     return microseconds(ts);
 }
 
+// Where an event loop reads the time: the system's monotonic clock in the daemon, a FakeClock
+// (tests/unit/fake_clock.h) in unit tests, so that a timer or a deadline is crossed by
+// advancing the clock instead of sleeping. Implementations are read from the loop's thread.
+class Clock {
+  public:
+    virtual timespec now() const = 0;  // CLOCK_MONOTONIC's reading (or a fake one)
+
+  protected:
+    ~Clock() = default;
+};
+
+// CLOCK_MONOTONIC: one instance for the process, stateless, safe from every thread.
+const Clock& system_clock();
+
 inline uint64_t wall_ms() {
     timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);

@@ -37,7 +37,8 @@ class EventLoop {
     using TimerHandle = std::pair<uint64_t, uint64_t>;  // (deadline, sequence)
     static constexpr TimerHandle kNoTimer{0, 0};
 
-    EventLoop();
+    // `clock`: where the loop reads the time (outlives the loop; a fake one in tests).
+    explicit EventLoop(const Clock& clock = system_clock());
     ~EventLoop();
     EventLoop(const EventLoop&) = delete;
     EventLoop& operator=(const EventLoop&) = delete;
@@ -75,6 +76,7 @@ class EventLoop {
     // does no more than before).
     uint64_t now_us() const { return microseconds(now_); }
     void refresh_now();
+    const Clock& clock() const { return clock_; }
 
   private:
     struct Handler {
@@ -85,6 +87,7 @@ class EventLoop {
     void run_due_timers();
     int wait_timeout(int max_wait_ms) const;  // until the next timer, for epoll_wait
 
+    const Clock& clock_;
     int epoll_fd_ = -1;
     int wake_fd_ = -1;
     SlotTable<Handler> handlers_;

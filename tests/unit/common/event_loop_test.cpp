@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "fake_clock.h"
+
 namespace nscache {
 namespace {
 
@@ -111,6 +113,25 @@ TEST(EventLoop, WakeRunsTheCallbackOnTheLoop) {
     loop.wake();
     loop.run_once(100, [&] { ++woken; });
     EXPECT_EQ(woken, 1);
+}
+
+TEST(EventLoop, AFakeClockMovesTimersWithoutWaiting) {
+    testing::FakeClock clock;
+    EventLoop loop(clock);
+    std::vector<int> ran;
+    const uint64_t start = loop.now_ms();
+    EXPECT_EQ(start, clock.now_ms());
+    loop.add_timer(start + 30'000, [&] { ran.push_back(30); });
+    loop.add_timer(start + 10'000, [&] { ran.push_back(10); });
+    loop.run_once(0);
+    EXPECT_TRUE(ran.empty());  // nothing is due while the clock stands still
+    clock.advance_ms(10'000);
+    loop.run_once(0);
+    EXPECT_EQ(ran, (std::vector<int>{10}));
+    EXPECT_EQ(loop.now_ms(), start + 10'000);
+    clock.advance_ms(20'000);
+    loop.run_once(0);
+    EXPECT_EQ(ran, (std::vector<int>{10, 30}));
 }
 
 }  // namespace
