@@ -15,22 +15,32 @@ constexpr uint8_t kHinfoRdata[kAnyAnswerRdataSize] = {7, 'R', 'F', 'C', '8', '4'
 
 constexpr uint16_t kRrsig = 46;
 
-// Header, question, OPT: the empty answer with TC=1 (RFC 6891 §7) for one that did not fit.
-size_t write_truncated(const Query& q, uint16_t flags, uint16_t server_udp_size, uint8_t* p) {
+// Header, question, the answer records as given (their owners point at the question), OPT.
+// Every ANY answer is written here: synthesised HINFO, A/AAAA gathered from the parts, or the
+// empty answer with TC=1 (RFC 6891 §7) for one that did not fit.
+size_t write_any_message(const Query& q, uint16_t flags, uint16_t ancount,
+                         std::span<const uint8_t> records, uint16_t server_udp_size, uint8_t* p) {
     Header h;
     h.id = q.header.id;
-    h.flags = static_cast<uint16_t>(flags | flag::TC);
+    h.flags = flags;
     h.qdcount = 1;
+    h.ancount = ancount;
     h.arcount = q.edns.present ? 1 : 0;
     write_header(p, h);
     size_t n = kHeaderSize;
     std::memcpy(p + n, q.question.data(), q.question.size());
     n += q.question.size();
+    if (!records.empty()) std::memcpy(p + n, records.data(), records.size());
+    n += records.size();
     if (q.edns.present) {
         write_opt_record(p + n, server_udp_size, q.edns.do_bit, 0);
         n += kOptRecordSize;
     }
     return n;
+}
+
+uint16_t answer_flags(const Query& q) {
+    return static_cast<uint16_t>(flag::QR | flag::RA | (q.header.flags & (flag::RD | flag::CD)));
 }
 
 // One of the RRsets an ANY answer carries: A, AAAA, or a signature over one of them.
@@ -64,9 +74,10 @@ size_t write_any_from_parts(const Query& q, std::span<const Bytes> parts, uint16
         if (rcode == static_cast<uint8_t>(Rcode::NxDomain)) {
             if (part.size() > max_size) {
                 *truncated = true;
-                return write_truncated(
-                    q, static_cast<uint16_t>(scan.header.flags & ~flag::RcodeMask) | rcode,
-                    server_udp_size, out.data());
+                const uint16_t flags =
+                    static_cast<uint16_t>(scan.header.flags & ~flag::RcodeMask) | rcode;
+                return write_any_message(q, static_cast<uint16_t>(flags | flag::TC), 0, {},
+                                         server_udp_size, out.data());
             }
             std::memcpy(out.data(), part.data(), part.size());
             return part.size();
@@ -99,61 +110,27 @@ size_t write_any_from_parts(const Query& q, std::span<const Bytes> parts, uint16
         return write_any_answer(q, server_udp_size, out);
     }
 
-    uint16_t flags =
-        static_cast<uint16_t>(flag::QR | flag::RA | (q.header.flags & (flag::RD | flag::CD)));
+    uint16_t flags = answer_flags(q);
     if (ad) flags |= flag::AD;  // the parts carry AD only where the client may see it
     const size_t total =
         kHeaderSize + q.question.size() + records.size() + (q.edns.present ? kOptRecordSize : 0);
     if (total > max_size) {
         *truncated = true;
-        return write_truncated(q, flags, server_udp_size, out.data());
+        return write_any_message(q, static_cast<uint16_t>(flags | flag::TC), 0, {}, server_udp_size,
+                                 out.data());
     }
-    uint8_t* p = out.data();
-    Header h;
-    h.id = q.header.id;
-    h.flags = flags;
-    h.qdcount = 1;
-    h.ancount = count;
-    h.arcount = q.edns.present ? 1 : 0;
-    write_header(p, h);
-    size_t n = kHeaderSize;
-    std::memcpy(p + n, q.question.data(), q.question.size());
-    n += q.question.size();
-    std::memcpy(p + n, records.data(), records.size());
-    n += records.size();
-    if (q.edns.present) {
-        write_opt_record(p + n, server_udp_size, q.edns.do_bit, 0);
-        n += kOptRecordSize;
-    }
-    return n;
+    return write_any_message(q, flags, count, records, server_udp_size, out.data());
 }
 
 size_t write_any_answer(const Query& q, uint16_t server_udp_size, std::span<uint8_t> out) {
-    uint8_t* p = out.data();
-    Header h;
-    h.id = q.header.id;
-    h.flags = static_cast<uint16_t>(flag::QR | flag::RA | (q.header.flags & (flag::RD | flag::CD)));
-    h.qdcount = 1;
-    h.ancount = 1;
-    h.arcount = q.edns.present ? 1 : 0;
-    write_header(p, h);
-    size_t n = kHeaderSize;
-    std::memcpy(p + n, q.question.data(), q.question.size());
-    n += q.question.size();
-
-    write_u16(p + n, 0xC000 | kHeaderSize);  // owner: the question's name
-    write_u16(p + n + 2, rtype::HINFO);
-    write_u16(p + n + 4, q.qclass == kClassAny ? kClassIN : q.qclass);
-    write_u32(p + n + 6, kAnyAnswerTtl);
-    write_u16(p + n + 10, kAnyAnswerRdataSize);
-    std::memcpy(p + n + 12, kHinfoRdata, kAnyAnswerRdataSize);
-    n += 12 + kAnyAnswerRdataSize;
-
-    if (q.edns.present) {
-        write_opt_record(p + n, server_udp_size, q.edns.do_bit, 0);
-        n += kOptRecordSize;
-    }
-    return n;
+    uint8_t record[12 + kAnyAnswerRdataSize];
+    write_u16(record, 0xC000 | kHeaderSize);  // owner: the question's name
+    write_u16(record + 2, rtype::HINFO);
+    write_u16(record + 4, q.qclass == kClassAny ? kClassIN : q.qclass);
+    write_u32(record + 6, kAnyAnswerTtl);
+    write_u16(record + 10, kAnyAnswerRdataSize);
+    std::memcpy(record + 12, kHinfoRdata, kAnyAnswerRdataSize);
+    return write_any_message(q, answer_flags(q), 1, record, server_udp_size, out.data());
 }
 
 }  // namespace nscache::dns
