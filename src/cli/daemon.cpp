@@ -155,8 +155,8 @@ int run_daemon(const ConfigSource& source, const Config& config) {
     std::unique_ptr<WorkerCounters[]> counters(new WorkerCounters[workers + 2]);
     std::unique_ptr<front::HostFront> host_front;
     if (config.nss || !config.nscd_socket.empty()) {
-        host_front = std::make_unique<front::HostFront>(resolver_shared, counters[workers],
-                                                        workers, settings);
+        host_front = std::make_unique<front::HostFront>(resolver_shared, counters[workers], workers,
+                                                        settings);
     }
     // nscd first: the front stops its protocols in the order added (see shutdown below).
     std::unique_ptr<nscd::NscdServer> nscd_front;
