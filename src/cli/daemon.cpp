@@ -175,31 +175,19 @@ int run_daemon(const ConfigSource& source, const Config& config) {
         o.socket_path = config.nss_socket;
         o.max_connections_per_user = config.max_connections_per_user;
         nss = std::make_unique<nssd::NssServer>(*host_front, o);
-        std::string error;
-        if (!make_parent_folder(config.nss_socket)) {
-            error = "cannot create the folder of " + config.nss_socket;
-        } else if (auto opened = nss->open(); !opened) {
-            error = opened.error();
-        }
-        if (!error.empty()) {
-            log_error("%s", error.c_str());
-            sockets.close_all();
-            return 1;
-        }
     }
-    if (nscd_front) {
-        std::string error;
-        if (!make_parent_folder(config.nscd_socket)) {
-            error = "cannot create the folder of " + config.nscd_socket;
-        } else if (auto opened = nscd_front->open(); !opened) {
-            error = opened.error();
-        }
-        if (!error.empty()) {
-            log_error("%s", error.c_str());
+    // Each front's socket folder, then the socket (NSS first, as before).
+    auto open_front = [&sockets](auto& front, const std::string& path) {
+        const Result<void> opened =
+            make_parent_folder(path) ? front.open() : Error{"cannot create the folder of " + path};
+        if (!opened) {
+            log_error("%s", opened.error().c_str());
             sockets.close_all();
-            return 1;
         }
-    }
+        return opened.ok();
+    };
+    if (nss && !open_front(*nss, config.nss_socket)) return 1;
+    if (nscd_front && !open_front(*nscd_front, config.nscd_socket)) return 1;
     control::ControlOptions control_options{
         .socket_path = config.control,
         .group = config.control_group,
