@@ -43,7 +43,8 @@ void HostFront::add(Protocol& protocol) {
 std::optional<hostdb::HostAnswer> HostFront::lookup(Protocol& protocol,
                                                     const hostdb::HostQuery& query, uint64_t id) {
     size_t tag = 0;
-    while (protocols_[tag] != &protocol) ++tag;
+    while (tag < protocol_count_ && protocols_[tag] != &protocol) ++tag;
+    if (tag == protocol_count_) std::abort();  // a protocol never add()ed: a programming error
     return lookup_.start(query, cookie_of(id, tag));
 }
 
