@@ -17,11 +17,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cache/cache.h"
 #include "common/counters.h"
+#include "config/address.h"
 #include "fake_clock.h"
 #include "front/host_front.h"
 #include "server/settings.h"
@@ -53,9 +55,20 @@ struct TempFolder {
     std::string path;
 };
 
+// `upstream`: where names the hosts file lacks are asked (none: such lookups have no
+// server to go to).
+inline Config config_with(std::optional<SocketAddress> upstream) {
+    Config c;
+    if (upstream) c.upstreams.push_back(*upstream);
+    c.forward_private_zones = true;  // the tests ask .test names
+    return c;
+}
+
 struct FrontHarness {
-    explicit FrontHarness(const std::string& hosts_text = "192.0.2.1 one one-alias\n")
-        : cache(cache::CacheConfig{.budget_bytes = size_t{1} << 20}),
+    explicit FrontHarness(const std::string& hosts_text = "192.0.2.1 one one-alias\n",
+                          std::optional<SocketAddress> upstream = std::nullopt)
+        : config(config_with(upstream)),
+          cache(cache::CacheConfig{.budget_bytes = size_t{1} << 20}),
           settings(
               server::make_settings(config, upstream::Routing::build(config, registry, {}), 4096)),
           resolver_shared{settings->resolver, cache, {}, {}},

@@ -11,6 +11,7 @@
 
 #include "front/front_test_support.h"
 #include "front/request_socket.h"
+#include "upstream/upstream_test_support.h"
 
 namespace nscache::front {
 namespace {
@@ -21,8 +22,8 @@ using testing::held;
 using testing::read_reply;
 using testing::send_all;
 
-// A protocol of one-byte requests: byte 'n' asks for "one" (AF_INET), anything else for a
-// name the hosts file lacks (which would go upstream: not asked here). Replies 'F' when
+// A protocol of one-byte requests: byte 'n' asks for "one" (AF_INET), 'u' for a name only
+// the upstream knows, anything else for "two". Replies 'F' when
 // found, 'x' when not, and counts what the front tells it.
 class ByteProtocol final : public Protocol {
   public:
@@ -45,14 +46,19 @@ class ByteProtocol final : public Protocol {
     }
     void on_request(RequestConnection& connection, std::span<const uint8_t> request) override {
         hostdb::HostQuery q;
-        q.name = request[0] == 'n' ? "one" : "two";
+        q.name = request[0] == 'n' ? "one" : request[0] == 'u' ? "www.example.test" : "two";
         q.family = 2;
         q.search = false;
         if (auto answer = front_.lookup(*this, q, connection.id())) {
             connection.send({static_cast<uint8_t>(answer->found() ? 'F' : 'x')});
         }
     }
-    void host_done(uint64_t, const hostdb::HostAnswer&) override { ++late_answers; }
+    void host_done(uint64_t id, const hostdb::HostAnswer& answer) override {
+        ++late_answers;
+        if (RequestConnection* c = socket_.find(id)) {
+            c->send({static_cast<uint8_t>(answer.found() ? 'F' : 'x')});
+        }
+    }
     void hosts_changed() override { ++hosts_changes; }
     void start() override {
         ASSERT_TRUE(socket_.listen(16));
@@ -147,6 +153,37 @@ TEST(HostFront, OneHostsFileEditTellsEachProtocolOnce) {
     h.turns();
     EXPECT_EQ(a.hosts_changes, 3);
     EXPECT_EQ(b.hosts_changes, 3);
+}
+
+// Both protocols share one HostLookup, so one completion queue: an answer that comes back
+// from upstream reaches the protocol that asked, with its id, and no other.
+TEST(HostFront, ALateAnswerReachesTheProtocolThatAsked) {
+    upstream::testing::ManualUpstream upstream;
+    FrontHarness h("192.0.2.1 one\n", upstream.address);
+    ByteProtocol a(h.front, h.socket_path("a.sock"));
+    ByteProtocol b(h.front, h.socket_path("b.sock"));
+    ASSERT_TRUE(a.socket().bind());
+    ASSERT_TRUE(b.socket().bind());
+    h.front.run_on_this_thread();
+    const int fd = connect_as_child(h.socket_path("b.sock"));
+    ASSERT_GE(fd, 0);
+    send_all(fd, {'u'});
+    std::optional<upstream::testing::ManualUpstream::Received> query;
+    for (int i = 0; i < 400 && !query; ++i) {  // real I/O: bounded turns, no sleeps
+        h.front.run_once(5);
+        query = upstream.take_udp();
+    }
+    ASSERT_TRUE(query);
+    upstream.reply_udp(*query, upstream::testing::answer_to(query->msg, 0, 1,
+                                                            upstream::testing::a_record(300, 7)));
+    for (int i = 0; i < 400 && b.late_answers == 0; ++i) h.front.run_once(5);
+    EXPECT_EQ(b.late_answers, 1);
+    EXPECT_EQ(a.late_answers, 0);
+    h.turns();
+    bool closed = false;
+    const std::vector<uint8_t> reply = read_reply(fd, &closed);
+    EXPECT_EQ(std::string(reply.begin(), reply.end()), "F");
+    close(fd);
 }
 
 // Settings posted from another thread are taken on the front's thread at its next wake-up,
