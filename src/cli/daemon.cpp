@@ -25,6 +25,7 @@
 #include "common/sd_notify.h"
 #include "control/cache_file.h"
 #include "control/control_server.h"
+#include "front/host_front.h"
 #include "hostdb/hosts_file.h"
 #include "nscd/nscd_server.h"
 #include "nssd/nss_server.h"
@@ -148,30 +149,16 @@ int run_daemon(const ConfigSource& source, const Config& config) {
         }
     }
 
-    // One counter block per worker, one for the NSS thread and one for the nscd thread (they
-    // forward like workers); their resolver queue indexes follow the workers' in that order.
+    // One counter block per worker and one for the host front's thread (NSS and nscd sockets;
+    // it forwards like a worker, its resolver queue index after the workers'). The spare last
+    // block stays zero: stats sum every block.
     std::unique_ptr<WorkerCounters[]> counters(new WorkerCounters[workers + 2]);
-    const uint32_t nss_index = workers;
-    const uint32_t nscd_index = workers + (config.nss ? 1 : 0);
-    std::unique_ptr<nssd::NssServer> nss;
-    if (config.nss) {
-        nssd::NssOptions o;
-        o.socket_path = config.nss_socket;
-        o.max_connections_per_user = config.max_connections_per_user;
-        nss = std::make_unique<nssd::NssServer>(resolver_shared, counters[workers], nss_index, o,
-                                                settings);
-        std::string error;
-        if (!make_parent_folder(config.nss_socket)) {
-            error = "cannot create the folder of " + config.nss_socket;
-        } else if (auto e = nss->open()) {
-            error = *e;
-        }
-        if (!error.empty()) {
-            log_error("%s", error.c_str());
-            sockets.close_all();
-            return 1;
-        }
+    std::unique_ptr<front::HostFront> host_front;
+    if (config.nss || !config.nscd_socket.empty()) {
+        host_front = std::make_unique<front::HostFront>(resolver_shared, counters[workers], workers,
+                                                        settings);
     }
+    // nscd first: the front stops its protocols in the order added (see shutdown below).
     std::unique_ptr<nscd::NscdServer> nscd_front;
     if (!config.nscd_socket.empty()) {
         nscd::NscdOptions o;
@@ -180,20 +167,27 @@ int run_daemon(const ConfigSource& source, const Config& config) {
         o.prefetch = config.prefetch;
         o.max_connections_per_user = config.max_connections_per_user;
         o.map.data_size = static_cast<uint32_t>(config.nscd_map_size);
-        nscd_front = std::make_unique<nscd::NscdServer>(resolver_shared, counters[workers + 1],
-                                                        nscd_index, o, settings);
-        std::string error;
-        if (!make_parent_folder(config.nscd_socket)) {
-            error = "cannot create the folder of " + config.nscd_socket;
-        } else if (auto e = nscd_front->open()) {
-            error = *e;
-        }
-        if (!error.empty()) {
-            log_error("%s", error.c_str());
-            sockets.close_all();
-            return 1;
-        }
+        nscd_front = std::make_unique<nscd::NscdServer>(*host_front, o);
     }
+    std::unique_ptr<nssd::NssServer> nss;
+    if (config.nss) {
+        nssd::NssOptions o;
+        o.socket_path = config.nss_socket;
+        o.max_connections_per_user = config.max_connections_per_user;
+        nss = std::make_unique<nssd::NssServer>(*host_front, o);
+    }
+    // Each front's socket folder, then the socket (NSS first, as before).
+    auto open_front = [&sockets](auto& front, const std::string& path) {
+        const Result<void> opened =
+            make_parent_folder(path) ? front.open() : Error{"cannot create the folder of " + path};
+        if (!opened) {
+            log_error("%s", opened.error().c_str());
+            sockets.close_all();
+        }
+        return opened.ok();
+    };
+    if (nss && !open_front(*nss, config.nss_socket)) return 1;
+    if (nscd_front && !open_front(*nscd_front, config.nscd_socket)) return 1;
     control::ControlOptions control_options{
         .socket_path = config.control,
         .group = config.control_group,
@@ -258,14 +252,12 @@ int run_daemon(const ConfigSource& source, const Config& config) {
             i, shared, counters[i], sockets.udp[i], sockets.tcp[i], settings));
         resolver_shared.queues.push_back(&worker_list.back()->completion_queue());
     }
-    if (nss) resolver_shared.queues.push_back(&nss->completion_queue());
-    if (nscd_front) resolver_shared.queues.push_back(&nscd_front->completion_queue());
+    if (host_front) resolver_shared.queues.push_back(&host_front->completion_queue());
     std::vector<std::thread> threads;
     for (auto& w : worker_list) threads.emplace_back([&w] { w->run(); });
     control_server.start();
-    if (nss) nss->start();
-    // Listening only now: the privilege drop's initgroups() must not wait on this socket.
-    if (nscd_front) nscd_front->start();
+    // The nscd socket listens only now: the privilege drop's initgroups() must not wait on it.
+    if (host_front) host_front->start();
     SupervisedParts parts{{},     nss.get(),       nscd_front.get(), &control_server,
                           &cache, &resolver_shared};
     for (auto& w : worker_list) parts.workers.push_back(w.get());
@@ -292,14 +284,14 @@ int run_daemon(const ConfigSource& source, const Config& config) {
     log_info("shutting down (%s)", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
     sd_notify("STOPPING=1");
     // First of all: glibc's clients drop the nscd map at once and use NSS while we stop.
-    if (nscd_front) nscd_front->stop();
+    if (host_front) host_front->stop();
 
     control_server.stop();
-    if (nss) nss->stop();
     for (auto& w : worker_list) w->request_stop();
     for (auto& t : threads) t.join();
     nss.reset();
     nscd_front.reset();
+    host_front.reset();
     worker_list.clear();
 
     if (!config.cache_file.empty()) {

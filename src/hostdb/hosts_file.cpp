@@ -336,8 +336,14 @@ void HostsFile::on_event(uint32_t) {
 
 void HostsFile::reload() {
     bool exists = false;
-    const std::string text = read_file(paths_.hosts, exists);
-    table_ = HostsTable::parse(text, read_host_conf_multi(paths_.host_conf));
+    std::string text = read_file(paths_.hosts, exists);
+    const bool multi = read_host_conf_multi(paths_.host_conf);
+    // One edit is several inotify events (a write, its close, the folder's), often read in
+    // separate turns: only the first that finds new bytes reloads and tells the fronts.
+    if (generation_ > 0 && text == text_ && multi == multi_) return;
+    table_ = HostsTable::parse(text, multi);
+    text_ = std::move(text);
+    multi_ = multi;
     ++generation_;
     if (generation_ > 1) log_info("%s reloaded: %zu lines", paths_.hosts.c_str(), table_.lines());
     if (on_change_) on_change_();

@@ -78,7 +78,9 @@ class HostsFile final : public EventHandler {
     HostsFile& operator=(const HostsFile&) = delete;
 
     // Reads the file and watches its folder and itself with inotify on `loop` (a missing file
-    // is an empty table). `on_change` runs on the loop's thread after every reload.
+    // is an empty table). `on_change` runs on the loop's thread after the first read and after
+    // every reload that found the file (or host.conf's multi) changed: once per edit, however
+    // many inotify events the edit made.
     void open(EventLoop& loop, std::function<void()> on_change);
     const HostsTable& table() const { return table_; }
     uint64_t generation() const { return generation_; }
@@ -90,6 +92,8 @@ class HostsFile final : public EventHandler {
 
     Paths paths_;
     HostsTable table_;
+    std::string text_;  // what table_ was parsed from
+    bool multi_ = false;
     uint64_t generation_ = 0;
     EventLoop* loop_ = nullptr;
     int inotify_fd_ = -1;

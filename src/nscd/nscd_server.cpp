@@ -1,13 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "nscd/nscd_server.h"
 
-#include <fcntl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 #include <ctime>
 
@@ -55,35 +52,33 @@ bool string_key(const std::vector<uint8_t>& key, std::string& out) {
 
 }  // namespace
 
-NscdServer::NscdServer(upstream::ResolverShared& resolver, WorkerCounters& counters,
-                       uint32_t worker_index, NscdOptions options, server::SettingsPtr settings)
-    : counters_(counters),
+NscdServer::NscdServer(front::HostFront& front, NscdOptions options)
+    : front_(front),
+      counters_(front.counters()),
+      loop_(front.loop()),
       options_(std::move(options)),
-      settings_(std::move(settings)),
-      lookup_(worker_index, loop_, resolver, counters, *this, settings_->routing, options_.lookup),
       map_(options_.map),
       others_(loop_, options_.proxy_threads),
-      connections_(loop_, *this, kMaxConnections, kConnectionTimeoutMs,
-                   options_.max_connections_per_user),
-      requests_(kMaxRequests) {
+      requests_(kMaxRequests),
+      socket_(loop_, *this,
+              front::RequestSocketOptions{.path = options_.socket_path,
+                                          .what = "nscd socket",
+                                          .max_connections = kMaxConnections,
+                                          .timeout_ms = kConnectionTimeoutMs,
+                                          .max_per_user = options_.max_connections_per_user}) {
     map_.set_drop_listener([this](const std::string& key) { cancel_refresh(key); });
+    front.add(*this);
 }
 
 NscdServer::~NscdServer() {
-    stop();
-    listener_.reset();
-    connections_.clear();
-    if (listen_fd_ >= 0) {
-        close(listen_fd_);
-        unlink(options_.socket_path.c_str());
-    }
+    socket_.close_clients();
 }
 
-std::optional<std::string> NscdServer::open() {
+Result<void> NscdServer::open() {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (options_.socket_path.size() >= sizeof addr.sun_path) {
-        return "nscd socket path too long: " + options_.socket_path;
+        return Error{"nscd socket path too long: " + options_.socket_path};
     }
     std::memcpy(addr.sun_path, options_.socket_path.c_str(), options_.socket_path.size() + 1);
     // A socket someone answers on belongs to a running nscd (or nsncd, unscd): taking it
@@ -93,75 +88,52 @@ std::optional<std::string> NscdServer::open() {
         const bool live = connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
         close(probe);
         if (live) {
-            return "nscd socket " + options_.socket_path +
-                   " is held by a running nscd (or nsncd, unscd): stop it first (systemctl stop "
-                   "nscd nsncd unscd), or set nscd-socket = \"\"";
+            return Error{"nscd socket " + options_.socket_path +
+                         " is held by a running nscd (or nsncd, unscd): stop it first (systemctl "
+                         "stop nscd nsncd unscd), or set nscd-socket = \"\""};
         }
     }
-    unlink(options_.socket_path.c_str());
-    listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (listen_fd_ < 0) {
-        return std::string("cannot create the nscd socket: ") + std::strerror(errno);
-    }
-    // Every local user resolves names: born 0666 (from the umask, never chmod by path; open()
-    // runs before any other thread, so the process-wide umask changes nothing else).
-    const mode_t old_mask = umask(0111);
-    const bool bound = bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    const int bind_errno = errno;
-    umask(old_mask);
-    if (!bound) {
-        return "cannot bind nscd socket " + options_.socket_path + ": " + std::strerror(bind_errno);
-    }
-    if (auto error = map_.open(wall_s())) return error;
+    // Not listening yet: the daemon's own initgroups() must not wait on this socket.
+    if (auto bound = socket_.bind(); !bound) return bound;
+    if (auto error = map_.open(wall_s())) return Error{*error};
     log_info("nscd socket %s (other databases: %s)", options_.socket_path.c_str(),
              options_.proxy_other_databases ? "proxied through NSS" : "declined");
-    return std::nullopt;
+    return {};
 }
 
 void NscdServer::start() {
-    if (listen(listen_fd_, 4096) != 0) {
-        log_error("cannot listen on nscd socket %s: %s", options_.socket_path.c_str(),
-                  std::strerror(errno));
+    if (auto listening = socket_.listen(4096); !listening) {
+        log_error("%s", listening.error().c_str());
         return;
     }
-    listener_ = std::make_unique<Listener>(
-        loop_, listen_fd_, "nscd socket",
-        [this](int fd, const sockaddr_storage&, socklen_t) { connections_.adopt(fd); });
-    listener_->start();
+    socket_.start();
     if (options_.proxy_other_databases) others_.start();
-    thread_ = std::thread([this] {
-        loop_.refresh_now();
-        lookup_.apply(settings_->routing, settings_->resolver);
-        lookup_.open([this] { flush_map(); });
-        const bool watching =
-            netlink_.open(loop_, [this](uint32_t s) { map_.set_netlink_stamp(s); });
-        // Without netlink, 0: the clients dump their interfaces every time, as with no nscd.
-        map_.set_netlink_stamp(watching ? netlink_.stamp() : 0);
-        std::function<void()> heartbeat = [this, &heartbeat] {
-            map_.heartbeat(wall_s());
-            loop_.add_timer(loop_.now_ms() + kHeartbeatMs, heartbeat);
-        };
-        heartbeat();
-        loop_.run([this] { on_wake(); });
-    });
+    serving_ = true;
 }
 
-void NscdServer::stop() {
-    if (!thread_.joinable()) return;
-    loop_.request_stop();
-    thread_.join();
+void NscdServer::on_thread_start() {
+    if (!serving_) return;
+    const bool watching = netlink_.open(loop_, [this](uint32_t s) { map_.set_netlink_stamp(s); });
+    // Without netlink, 0: the clients dump their interfaces every time, as with no nscd.
+    map_.set_netlink_stamp(watching ? netlink_.stamp() : 0);
+    heartbeat();
+}
+
+void NscdServer::heartbeat() {
+    map_.heartbeat(wall_s());
+    loop_.add_timer(loop_.now_ms() + kHeartbeatMs, [this] { heartbeat(); });
+}
+
+void NscdServer::on_stopped() {
+    if (!serving_) return;
+    serving_ = false;
     others_.stop();
     map_.shutdown();
 }
 
 void NscdServer::on_wake() {
-    if (server::SettingsPtr next = mailbox_.take()) {
-        lookup_.apply(next->routing, next->resolver);
-        settings_ = std::move(next);
-    }
-    lookup_.drain();
     others_.drain([this](uint64_t connection_id, std::vector<uint8_t> reply) {
-        if (RequestConnection* c = connections_.find(connection_id)) c->send(std::move(reply));
+        if (RequestConnection* c = socket_.find(connection_id)) c->send(std::move(reply));
     });
     if (flush_requested_.exchange(false)) flush_map();
 }
@@ -342,7 +314,7 @@ void NscdServer::start_host_lookup(RequestConnection* connection, RequestType ty
     r->key = std::move(key);
     r->flushes = flushes_;
     r->refreshes_left = refreshes_left;
-    if (auto answer = lookup_.start(q, id)) answer_host(id, *answer);
+    if (auto answer = front_.lookup(*this, q, id)) answer_host(id, *answer);
 }
 
 void NscdServer::host_done(uint64_t cookie, const hostdb::HostAnswer& answer) {
@@ -353,7 +325,7 @@ void NscdServer::answer_host(RequestId id, const hostdb::HostAnswer& answer) {
     Request r = std::move(*requests_.find(id));
     requests_.remove(id);
     RequestConnection* connection =
-        r.connection_id != kNoConnection ? connections_.find(r.connection_id) : nullptr;
+        r.connection_id != kNoConnection ? socket_.find(r.connection_id) : nullptr;
     std::vector<uint8_t> reply;
     switch (answer.status) {
         case hostdb::HostStatus::Found:

@@ -3,29 +3,27 @@
 // program on the machine. The hosts database is answered by this thread through hostdb (as
 // `hosts: files dns` would) and published in the shared map (map_writer.h), which the clients
 // read with no system call; every other database goes to OtherDatabases (proxied through NSS,
-// uncached) or is declined. One thread with its own event loop, Resolver and map; the map is
-// written only here.
+// uncached) or is declined. Served on the host front's thread (front/host_front.h), which
+// alone writes the map; open() on the daemon's thread at start-up, invalidate_map() and
+// post_settings() from any thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
-#include <memory>
-#include <optional>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "common/counters.h"
 #include "common/event_loop.h"
-#include "common/listener.h"
 #include "common/request_connection.h"
+#include "common/result.h"
 #include "common/slot_table.h"
-#include "hostdb/host_lookup.h"
+#include "front/host_front.h"
+#include "front/request_socket.h"
 #include "nscd/map_writer.h"
 #include "nscd/netlink_watch.h"
 #include "nscd/other_databases.h"
-#include "server/settings_mailbox.h"
-#include "upstream/resolver.h"
 
 namespace nscache::nscd {
 
@@ -38,37 +36,39 @@ struct NscdOptions {
     size_t max_connections_per_user = 256;
     bool prefetch = true;
     MapOptions map;
-    hostdb::HostLookupOptions lookup;
 };
 
-class NscdServer final : public hostdb::HostSink, public RequestHandler {
+class NscdServer final : public front::Protocol {
   public:
     // Clients connected at once; past it a new one is closed (glibc's client then asks NSS
     // itself). The daemon's descriptor budget reserves this many (resource_limits).
     static constexpr size_t kMaxConnections = 1024;
 
-    NscdServer(upstream::ResolverShared& resolver, WorkerCounters& counters, uint32_t worker_index,
-               NscdOptions options, server::SettingsPtr settings);
+    // Served on `front`'s thread; add()s itself to it (add this protocol first: at shutdown
+    // its clients must be told first that the map is gone).
+    NscdServer(front::HostFront& front, NscdOptions options);
     ~NscdServer();
 
     // As root, before the privilege drop: refuses a socket a live nscd (or nsncd, unscd)
     // answers on, binds the socket (not listening yet: the daemon's own initgroups() must
-    // not wait on it), creates the map. An error message on failure.
-    std::optional<std::string> open();
-    upstream::CompletionQueue& completion_queue() { return lookup_.completion_queue(); }
-    // Listens and starts the thread.
-    void start();
-    // Tells clients the map is gone (they use NSS at once) and stops the thread.
-    void stop();
+    // not wait on it), creates the map.
+    Result<void> open();
     // Any thread: after a cache flush, nothing published before it may be served.
     void invalidate_map();
-    // Any thread: the nscd thread switches to `settings` (its routing) at its next wake-up.
-    void post_settings(server::SettingsPtr settings) {
-        mailbox_.post(std::move(settings));
-        loop_.wake();
-    }
+    // Any thread: the front's thread switches to `settings` (its routing) at its next wake-up.
+    void post_settings(server::SettingsPtr settings) { front_.post_settings(std::move(settings)); }
+    // The map's records and how often it was flushed or rotated (tests).
+    size_t map_entries() const { return map_.entries(); }
+    uint64_t map_rotations() const { return map_.rotations(); }
 
-    void host_done(uint64_t cookie, const hostdb::HostAnswer& answer) override;
+    // front::Protocol. start(): listens (the privilege drop is over) and accepts.
+    void host_done(uint64_t id, const hostdb::HostAnswer& answer) override;
+    void hosts_changed() override { flush_map(); }
+    void start() override;
+    void on_thread_start() override;
+    void on_wake() override;
+    // Tells clients the map is gone (they use NSS at once).
+    void on_stopped() override;
 
     // RequestHandler: glibc's nscd requests (nscd/protocol.h).
     size_t request_size(std::span<const uint8_t> in) const override;
@@ -96,7 +96,8 @@ class NscdServer final : public hostdb::HostSink, public RequestHandler {
     void schedule_expiry(uint64_t due_ms);
     void schedule_refresh(const Request& r, const hostdb::HostAnswer& answer);
     void flush_map();
-    void on_wake();
+    // The map's staleness stamp, once a second (MapWriter::heartbeat).
+    void heartbeat();
     // Sets a new map's timestamp long past once the guard points at it, retrying after
     // `retry_ms` (doubling) until it does.
     void settle_map(uint64_t retry_ms);
@@ -107,18 +108,13 @@ class NscdServer final : public hostdb::HostSink, public RequestHandler {
     // The stats' levels of the map and its timers (nscd_map_records, nscd_refresh_timers).
     void set_levels();
 
+    front::HostFront& front_;
     WorkerCounters& counters_;
+    EventLoop& loop_;
     NscdOptions options_;
-    EventLoop loop_;
-    server::SettingsPtr settings_;
-    server::SettingsMailbox mailbox_;
-    hostdb::HostLookup lookup_;
     MapWriter map_;
     NetlinkWatch netlink_;
     OtherDatabases others_;
-    int listen_fd_ = -1;
-    std::unique_ptr<Listener> listener_;  // from start()
-    RequestConnections connections_;
     SlotTable<Request> requests_;
     // The prefetch timer of each (type, key) published (by MapWriter::index_key): at most one
     // each, and only while its record is in the map (MapWriter's drop listener cancels it).
@@ -130,7 +126,9 @@ class NscdServer final : public hostdb::HostSink, public RequestHandler {
     uint64_t rotations_seen_ = 0;
     uint64_t deferred_seen_ = 0;
     std::atomic<bool> flush_requested_{false};
-    std::thread thread_;
+    bool serving_ = false;  // start() listened: on_stopped() has a map to shut down
+    // Last: its clients close before what their requests refer to.
+    front::RequestSocket socket_;
 };
 
 }  // namespace nscache::nscd

@@ -1,13 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "nssd/nss_server.h"
 
-#include <fcntl.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
 
 #include "common/bytes.h"
@@ -26,82 +19,32 @@ constexpr int kAfInet6 = 10;
 
 }  // namespace
 
-NssServer::NssServer(upstream::ResolverShared& resolver, WorkerCounters& counters,
-                     uint32_t worker_index, NssOptions options, server::SettingsPtr settings)
-    : counters_(counters),
+NssServer::NssServer(front::HostFront& front, NssOptions options)
+    : front_(front),
+      counters_(front.counters()),
+      loop_(front.loop()),
       options_(std::move(options)),
-      settings_(std::move(settings)),
-      lookup_(worker_index, loop_, resolver, counters, *this, settings_->routing, options_.lookup),
-      connections_(loop_, *this, kMaxConnections, kConnectionTimeoutMs,
-                   options_.max_connections_per_user),
-      requests_(kMaxRequests) {}
+      requests_(kMaxRequests),
+      socket_(front.loop(), *this,
+              front::RequestSocketOptions{.path = options_.socket_path,
+                                          .what = "NSS socket",
+                                          .max_connections = kMaxConnections,
+                                          .timeout_ms = kConnectionTimeoutMs,
+                                          .max_per_user = options_.max_connections_per_user}) {
+    front.add(*this);
+}
 
 NssServer::~NssServer() {
-    stop();
-    listener_.reset();
-    connections_.clear();
-    if (listen_fd_ >= 0) {
-        close(listen_fd_);
-        unlink(options_.socket_path.c_str());
-    }
+    socket_.close_clients();
     map_.close();
 }
 
-std::optional<std::string> NssServer::open() {
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (options_.socket_path.size() >= sizeof addr.sun_path) {
-        return "NSS socket path too long: " + options_.socket_path;
-    }
-    std::memcpy(addr.sun_path, options_.socket_path.c_str(), options_.socket_path.size() + 1);
-    unlink(options_.socket_path.c_str());
-    listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (listen_fd_ < 0) return std::string("cannot create the NSS socket: ") + std::strerror(errno);
-    // Every local user resolves names, as through /etc/resolv.conf: the socket is born 0666.
-    // The mode comes from the umask, never from chmod() by path, which root would follow
-    // through a symlink planted in a folder another user owns. open() runs at startup, before
-    // the daemon starts its threads, so the process-wide umask changes nothing else.
-    const mode_t old_mask = umask(0111);
-    const bool bound = bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    const int bind_errno = errno;
-    umask(old_mask);
-    if (!bound || listen(listen_fd_, 256) != 0) {
-        return "cannot bind NSS socket " + options_.socket_path + ": " +
-               std::strerror(bound ? errno : bind_errno);
-    }
-    if (auto error = map_.create()) return error;
+Result<void> NssServer::open() {
+    if (auto bound = socket_.bind(); !bound) return bound;
+    if (auto listening = socket_.listen(256); !listening) return listening;
+    if (auto error = map_.create()) return Error{*error};
     log_info("NSS socket %s", options_.socket_path.c_str());
-    return std::nullopt;
-}
-
-void NssServer::start() {
-    listener_ = std::make_unique<Listener>(
-        loop_, listen_fd_, "NSS socket",
-        [this](int fd, const sockaddr_storage&, socklen_t) { connections_.adopt(fd); });
-    listener_->start();
-    thread_ = std::thread([this] {
-        loop_.refresh_now();
-        lookup_.apply(settings_->routing, settings_->resolver);
-        // The daemon answers /etc/hosts itself; an edit voids what the map holds.
-        lookup_.open([this] { map_.invalidate_all(); });
-        loop_.run([this] {
-            adopt_posted_settings();
-            lookup_.drain();
-        });
-    });
-}
-
-void NssServer::adopt_posted_settings() {
-    if (server::SettingsPtr next = mailbox_.take()) {
-        lookup_.apply(next->routing, next->resolver);
-        settings_ = std::move(next);
-    }
-}
-
-void NssServer::stop() {
-    if (!thread_.joinable()) return;
-    loop_.request_stop();
-    thread_.join();
+    return {};
 }
 
 size_t NssServer::request_size(std::span<const uint8_t> in) const {
@@ -188,7 +131,7 @@ void NssServer::on_request(RequestConnection& connection, std::span<const uint8_
     // Read before any cache lookup: a flush from here on must invalidate what this request
     // publishes, since its answer may be from before the flush.
     r->map_generation = map_.generation();
-    if (auto result = lookup_.start(q, id)) finish(id, *result);
+    if (auto result = front_.lookup(*this, q, id)) finish(id, *result);
 }
 
 void NssServer::host_done(uint64_t cookie, const hostdb::HostAnswer& answer) {
@@ -204,7 +147,7 @@ void NssServer::finish(RequestId id, const hostdb::HostAnswer& result) {
     const int32_t family = r.family;
     const uint64_t connection_id = r.connection_id;
     requests_.remove(id);
-    if (RequestConnection* connection = connections_.find(connection_id)) {
+    if (RequestConnection* connection = socket_.find(connection_id)) {
         answer(*connection, status, family, result.ttl, payload);
     }
 }

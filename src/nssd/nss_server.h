@@ -1,75 +1,64 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The daemon's side of the NSS module: a thread with its own event loop serving the NSS
-// socket (one request, one response per connection), answering through hostdb (/etc/hosts,
-// then the shared cache and this thread's own Resolver; the module runs the search list
-// itself), and publishing every answer in the shared map so that the next lookup of that
-// name in any process needs no system call.
+// The daemon's side of the NSS module: its socket's protocol (one request, one response per
+// connection), served on the host front's thread (front/host_front.h), answering through
+// hostdb (/etc/hosts, then the shared cache and the front's Resolver; the module runs the
+// search list itself), and publishing every answer in the shared map so that the next lookup
+// of that name in any process needs no system call. open() on the daemon's thread at start-up;
+// invalidate_map() and post_settings() from any thread; the rest on the front's thread.
 #pragma once
 
 #include <cstdint>
-#include <memory>
-#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "common/counters.h"
-#include "common/event_loop.h"
-#include "common/listener.h"
 #include "common/request_connection.h"
+#include "common/result.h"
 #include "common/slot_table.h"
-#include "hostdb/host_lookup.h"
+#include "front/host_front.h"
+#include "front/request_socket.h"
 #include "nssd/hosts_map.h"
 #include "nssd/nss_answer.h"
-#include "server/settings_mailbox.h"
-#include "upstream/completion.h"
-#include "upstream/resolver.h"
 
 namespace nscache::nssd {
 
 struct NssOptions {
     std::string socket_path;
-    hostdb::HostLookupOptions lookup;
     // Connections one user may hold open at once (max-connections-per-user; root: no limit
     // but kMaxConnections).
     size_t max_connections_per_user = 256;
 };
 
-class NssServer final : public hostdb::HostSink, public RequestHandler {
+class NssServer final : public front::Protocol {
   public:
     // Clients connected at once; past it a new one is closed (the module falls back to the
     // next NSS source). The daemon's descriptor budget reserves this many (resource_limits).
     static constexpr size_t kMaxConnections = 1024;
 
-    // `worker_index` is this thread's index among those the resolver can deliver to.
-    NssServer(upstream::ResolverShared& resolver, WorkerCounters& counters, uint32_t worker_index,
-              NssOptions options, server::SettingsPtr settings);
+    // Served on `front`'s thread; add()s itself to it.
+    NssServer(front::HostFront& front, NssOptions options);
     ~NssServer();
 
-    // Binds the socket and creates the map (a sealed memfd handed out over the socket); an
-    // error message on failure. Call at startup, before any thread runs: it sets the umask.
-    std::optional<std::string> open();
-    upstream::CompletionQueue& completion_queue() { return lookup_.completion_queue(); }
-    void start();
-    void stop();
+    // Binds and listens on the socket and creates the map (a sealed memfd handed out over the
+    // socket). Call at startup, before any thread runs: it sets the umask.
+    Result<void> open();
     // Any thread: after a cache flush, nothing published before it may be served.
     void invalidate_map() { map_.invalidate_all(); }
-    // Any thread: the NSS thread switches to `settings` (its routing) at its next wake-up.
-    void post_settings(server::SettingsPtr settings) {
-        mailbox_.post(std::move(settings));
-        loop_.wake();
-    }
+    // Any thread: the front's thread switches to `settings` (its routing) at its next wake-up.
+    void post_settings(server::SettingsPtr settings) { front_.post_settings(std::move(settings)); }
+    // The map's generation (tests: a hosts file edit or a flush bumps it once).
+    uint32_t map_generation() const { return map_.generation(); }
 
-    void host_done(uint64_t cookie, const hostdb::HostAnswer& answer) override;
+    // front::Protocol
+    void host_done(uint64_t id, const hostdb::HostAnswer& answer) override;
+    void hosts_changed() override { map_.invalidate_all(); }
+    void start() override { socket_.start(); }
 
     // RequestHandler: the NSS socket's requests (nss/protocol.h).
     size_t request_size(std::span<const uint8_t> in) const override;
     void on_request(RequestConnection& connection, std::span<const uint8_t> request) override;
 
   private:
-    void adopt_posted_settings();
-
-    // One question being answered; its SlotTable id is the lookup's cookie.
+    // One question being answered; its SlotTable id is the lookup's id.
     struct Request {
         uint64_t connection_id = 0;
         int32_t family = 0;
@@ -85,18 +74,13 @@ class NssServer final : public hostdb::HostSink, public RequestHandler {
     // NSCACHE_NSS_GET_MAP: the map's descriptor and size.
     void send_map(RequestConnection& connection);
 
+    front::HostFront& front_;
     WorkerCounters& counters_;
+    EventLoop& loop_;
     NssOptions options_;
-    EventLoop loop_;
-    server::SettingsPtr settings_;
-    server::SettingsMailbox mailbox_;
-    hostdb::HostLookup lookup_;
     HostsMap map_;
-    int listen_fd_ = -1;
-    std::unique_ptr<Listener> listener_;  // from start()
-    RequestConnections connections_;
     SlotTable<Request> requests_;
-    std::thread thread_;
+    front::RequestSocket socket_;
 };
 
 }  // namespace nscache::nssd

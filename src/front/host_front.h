@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The host fronts' one thread: an event loop serving the request sockets of both protocols
+// that answer glibc (the NSS module's socket, nssd/, and glibc's nscd client, nscd/), with one
+// HostLookup (one Resolver, one completion queue, one counter block) and so one reader and
+// watcher of /etc/hosts: an edit reloads the file once and tells each protocol once.
+// Construction, add(), start() and stop() are for the daemon's main thread; post_settings()
+// for any thread; the rest for the front's thread (from a Protocol's hooks).
+//
+// Why one thread for both: a lookup answered from /etc/hosts or the cache takes microseconds,
+// and upstream waits are asynchronous, so neither protocol needs a core of its own; one
+// HostsFile means one parse and one invalidation of each map per edit, and one Resolver
+// halves the upstream sockets the fronts hold.
+//
+// Guarantees
+// - A lookup's answer reaches the protocol that started it, with the id it gave (the
+//   protocol's tag rides in the cookie), exactly once (HostLookup's contract).
+// - stop() stops the loop, joins the thread, then runs each protocol's on_stopped() in the
+//   order they were added: add the nscd protocol first, so that at shutdown glibc's clients
+//   are told the map is gone before anything else stops.
+// - Tests may drive the loop on their own thread instead (run_on_this_thread(), run_once(),
+//   a FakeClock): the same hooks run in the same order.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <thread>
+
+#include "common/clock.h"
+#include "common/counters.h"
+#include "common/event_loop.h"
+#include "common/mailbox.h"
+#include "common/request_connection.h"
+#include "hostdb/host_lookup.h"
+#include "server/settings.h"
+#include "upstream/completion.h"
+#include "upstream/resolver.h"
+
+namespace nscache::front {
+
+// One protocol on the front: the handler of its request socket, and the front's hooks.
+class Protocol : public RequestHandler {
+  public:
+    // The answer to a lookup started with HostFront::lookup() that did not finish at once.
+    virtual void host_done(uint64_t id, const hostdb::HostAnswer& answer) = 0;
+    // /etc/hosts was read (at start, then after every change): what this protocol published
+    // may be stale.
+    virtual void hosts_changed() = 0;
+    // The daemon's thread, from HostFront::start(), before the loop's thread exists: listen
+    // and accept on the socket, start helper threads.
+    virtual void start() = 0;
+    // The front's thread, once, before the first turn.
+    virtual void on_thread_start() {}
+    // The front's thread, after every wake-up (its own queues, flags set by other threads).
+    virtual void on_wake() {}
+    // The daemon's thread, after the front's thread has stopped.
+    virtual void on_stopped() {}
+
+  protected:
+    ~Protocol() = default;
+};
+
+struct HostFrontOptions {
+    hostdb::HostLookupOptions lookup;
+};
+
+class HostFront final : public hostdb::HostSink {
+  public:
+    static constexpr size_t kMaxProtocols = 2;
+
+    // `worker_index`: this thread's index among the resolver's completion queues.
+    HostFront(upstream::ResolverShared& resolver, WorkerCounters& counters, uint32_t worker_index,
+              server::SettingsPtr settings, HostFrontOptions options = {},
+              const Clock& clock = system_clock());
+    ~HostFront();
+    HostFront(const HostFront&) = delete;
+    HostFront& operator=(const HostFront&) = delete;
+
+    // Before start(); at most kMaxProtocols, in stop order. `protocol` outlives the loop's use
+    // of it: stop() (or the test's last run_once) comes before its destruction.
+    void add(Protocol& protocol);
+
+    EventLoop& loop() { return loop_; }
+    WorkerCounters& counters() { return counters_; }
+    upstream::CompletionQueue& completion_queue() { return lookup_.completion_queue(); }
+
+    // The front's thread: the answer when it is known at once; otherwise nullopt, and
+    // protocol.host_done(id, ...) follows exactly once, later.
+    std::optional<hostdb::HostAnswer> lookup(Protocol& protocol, const hostdb::HostQuery& query,
+                                             uint64_t id);
+
+    // Any thread: lookups switch to `settings` (its routing) at the thread's next wake-up.
+    void post_settings(server::SettingsPtr settings) { mailbox_.post(std::move(settings)); }
+
+    // Starts every protocol, then the thread.
+    void start();
+    // Stops and joins the thread, then runs the protocols' on_stopped(). The destructor only
+    // joins: call stop() while the protocols still exist.
+    void stop();
+
+    // Tests: start() without the thread (the protocols' start(), then on_thread_start() here),
+    // then one loop turn per run_once(), with the wake-up hooks after it.
+    void run_on_this_thread();
+    void run_once(int max_wait_ms);
+
+    void host_done(uint64_t cookie, const hostdb::HostAnswer& answer) override;
+
+  private:
+    void begin();  // on the loop's thread, before the first turn
+    void on_wake();
+
+    WorkerCounters& counters_;
+    EventLoop loop_;
+    server::SettingsPtr settings_;
+    Mailbox<server::SettingsPtr> mailbox_;
+    hostdb::HostLookup lookup_;
+    std::array<Protocol*, kMaxProtocols> protocols_{};
+    size_t protocol_count_ = 0;
+    bool started_ = false;  // start() or run_on_this_thread() ran, stop() not yet
+    std::thread thread_;
+};
+
+}  // namespace nscache::front
