@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Test harness for the event-driven server code: a real cache, QueryPipeline and TCP
 // connections on a real EventLoop, with a fake Forwarder in place of the resolver so a test
-// decides when (and how) misses are answered. Clients are socketpairs.
+// decides when (and how) misses are answered. Clients are socketpairs; the loop reads a
+// FakeClock, so a timeout is crossed by advancing it (run_for), never by sleeping.
 #pragma once
 
 #include <netinet/in.h>
@@ -17,6 +18,7 @@
 #include "cache/cache_test_support.h"
 #include "common/event_loop.h"
 #include "config/config.h"
+#include "fake_clock.h"
 #include "server/query_pipeline.h"
 #include "server/server_shared.h"
 #include "server/settings.h"
@@ -87,6 +89,7 @@ struct ServerHarness final : ReplySender {
           settings(make_settings(config, nullptr, 4096)),
           resolver_shared{{}, cache, {}, {}},
           shared{config, cache, resolver_shared, {}},
+          loop(clock),
           pipeline(shared, loop, forwarder, counters, *this, *settings),
           tcp(loop, pipeline, shared.tcp) {
         tcp.set_limits(limits);
@@ -121,8 +124,13 @@ struct ServerHarness final : ReplySender {
                      loop.now_ms());
     }
 
-    void run_for(int turns, int wait_ms = 5) {
-        for (int i = 0; i < turns; ++i) loop.run_once(wait_ms);
+    // `turns` turns of the loop, the clock `step_ms` on before each; no real waiting (a
+    // socketpair's bytes are readable as soon as they are written).
+    void run_for(int turns, uint64_t step_ms = 5) {
+        for (int i = 0; i < turns; ++i) {
+            clock.advance_ms(step_ms);
+            loop.run_once(0);
+        }
     }
 
     Config config;
@@ -130,6 +138,7 @@ struct ServerHarness final : ReplySender {
     SettingsPtr settings;
     upstream::ResolverShared resolver_shared;
     ServerShared shared;
+    nscache::testing::FakeClock clock;
     EventLoop loop;
     WorkerCounters counters;
     FakeForwarder forwarder;
