@@ -188,4 +188,42 @@ inline std::vector<std::vector<uint8_t>> read_messages(int fd, std::vector<uint8
     return out;
 }
 
+// A UDP (or TCP listening) socket on 127.0.0.1, port chosen by the kernel, non-blocking as
+// the daemon's own; *port gets the port.
+inline int loopback_socket(int type, uint16_t* port) {
+    const int fd = socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    if (type == SOCK_STREAM) {
+        EXPECT_EQ(listen(fd, 16), 0);
+    }
+    socklen_t len = sizeof a;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+// A client socket connected to 127.0.0.1:`port` (UDP: a default destination; TCP: the
+// handshake is done by the kernel before accept, so no loop turn is needed for it).
+inline int loopback_client(int type, uint16_t port) {
+    const int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    return fd;
+}
+
+// A datagram waiting on `fd` now, if any (never blocks).
+inline std::optional<std::vector<uint8_t>> recv_now(int fd) {
+    std::vector<uint8_t> buffer(65536);
+    const ssize_t n = recv(fd, buffer.data(), buffer.size(), MSG_DONTWAIT);
+    if (n < 0) return std::nullopt;
+    buffer.resize(static_cast<size_t>(n));
+    return buffer;
+}
+
 }  // namespace nscache::server::testing
