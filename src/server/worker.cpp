@@ -27,7 +27,8 @@ Worker::Worker(uint32_t index, ServerShared& shared, WorkerCounters& counters,
     for (int fd : tcp_fds) {
         tcp_fds_.push_back(fd);
         auto listener = std::make_unique<Listener>(
-            loop_, fd, "TCP", [this](int client, const sockaddr_storage& peer, socklen_t length) {
+            loop_, fd, "DNS TCP socket",
+            [this](int client, const sockaddr_storage& peer, socklen_t length) {
                 accept_tcp(client, peer, length);
             });
         listener->set_on_shed([this] { bump(counters_.tcp_rejected); });
