@@ -5,10 +5,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <set>
 #include <string>
-#include <thread>
 
 #include "server_test_support.h"
 
