@@ -128,14 +128,15 @@ def test_all_upstreams_dead_gives_servfail(daemon, dead_upstream):
 
 
 def test_query_timeout_setting(daemon, fake_upstream):
-    # An upstream that answers each query 2.5 s late: past a 1 s query timeout, within a 5 s one.
+    # An upstream that answers each query 1.5 s late: past a 1 s query timeout, within the
+    # default 2 s and within a 4 s one.
     fake_upstream.add("slowly.fake.test.", "A", 300, "192.0.2.77")
-    fake_upstream.delays["slowly.fake.test."] = 2500
+    fake_upstream.delays["slowly.fake.test."] = 1500
     short = daemon(fake_upstream.addr, config='query-timeout = "1s"\nserve-stale = false\n')
     r = udp(short.port, "slowly.fake.test", timeout=8)
     assert r.rcode() == dns.rcode.SERVFAIL, "the late answer was waited for past query-timeout"
     assert short.stats()["answers_servfail"] == 1
-    long = daemon(fake_upstream.addr, config='query-timeout = "5s"\nserve-stale = false\n')
+    long = daemon(fake_upstream.addr, config='query-timeout = "4s"\nserve-stale = false\n')
     assert a_addrs(udp(long.port, "slowly.fake.test", timeout=8)) == ["192.0.2.77"]
 
 
