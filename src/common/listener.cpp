@@ -66,7 +66,10 @@ void Listener::out_of_descriptors() {
     if (spare_fd_ >= 0) {
         close(spare_fd_);
         const int fd = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (fd >= 0) close(fd);
+        if (fd >= 0) {
+            close(fd);
+            if (on_shed_) on_shed_();
+        }
         open_spare();
         if (fd >= 0) return;
     }
@@ -79,6 +82,7 @@ void Listener::rest() {
     loop_.modify(registration_, 0);
     rest_timer_ = loop_.add_timer(loop_.now_ms() + kRestMs, [this] {
         rest_timer_ = EventLoop::kNoTimer;
+        if (spare_fd_ < 0) open_spare();  // given up, and not reopened then: try again
         loop_.modify(registration_, EPOLLIN);
     });
 }

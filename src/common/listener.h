@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // A listening socket on an event loop (control socket, metrics endpoint, NSS socket, nscd
-// socket). Accepting never spins: when the process is out of descriptors (EMFILE, ENFILE), the
-// readable listener would wake a level-triggered loop on every turn, so a spare descriptor is
-// given up to accept the waiting connection and close it at once; without a spare, the
-// listener rests for a second. Either way at most one log line a second.
-// Only the thread that runs `loop` may call it, after construction.
+// socket, each worker's DNS-over-TCP sockets). Accepting never spins: when the process is out of
+// descriptors (EMFILE, ENFILE), the readable listener would wake a level-triggered loop on every
+// turn, so a spare descriptor is given up to accept the waiting connection and close it at once;
+// without a spare, the listener rests for a second. Either way at most one log line a second. The
+// caller keeps the listening descriptor (and closes it after the Listener is gone). Only the thread
+// that runs `loop` may call it, after construction.
 #pragma once
 
 #include <sys/socket.h>
@@ -20,6 +21,9 @@ class Listener final : public EventHandler {
   public:
     // Gets each accepted socket (non-blocking, close-on-exec) and owns it from then on.
     using OnAccept = std::function<void(int fd, const sockaddr_storage& peer, socklen_t length)>;
+    // Hears of each connection closed at accept because the process is out of descriptors
+    // (the DNS workers count it as refused).
+    using OnShed = std::function<void()>;
 
     // `what` names the socket in log lines ("control socket", "metrics", "NSS socket").
     Listener(EventLoop& loop, int fd, std::string what, OnAccept on_accept);
@@ -28,6 +32,7 @@ class Listener final : public EventHandler {
     Listener& operator=(const Listener&) = delete;
 
     bool start();
+    void set_on_shed(OnShed on_shed) { on_shed_ = std::move(on_shed); }
     void on_event(uint32_t events) override;
 
   private:
@@ -39,6 +44,7 @@ class Listener final : public EventHandler {
     const int fd_;
     const std::string what_;
     OnAccept on_accept_;
+    OnShed on_shed_;
     EventLoop::Registration registration_ = EventLoop::kNoRegistration;
     EventLoop::TimerHandle rest_timer_ = EventLoop::kNoTimer;
     int spare_fd_ = -1;

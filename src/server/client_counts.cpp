@@ -14,12 +14,7 @@ size_t ClientCounts::KeyHash::operator()(const Key& k) const {
     return seeded_hash(seed, k.data(), k.size());
 }
 
-ClientCounts::ClientCounts() : hash_{secure_random_u64()} {
-    for (Shard& shard : shards_) {
-        MutexLock lock(shard.mu);
-        shard.counts = decltype(shard.counts)(16, hash_);
-    }
-}
+ClientCounts::ClientCounts() : hash_{secure_random_u64()}, shards_(size_t{16}, hash_) {}
 
 // An IPv4-mapped IPv6 peer counts as the IPv4 address it carries.
 ClientCounts::Key ClientCounts::key_of(const sockaddr* client) {
@@ -40,38 +35,34 @@ ClientCounts::Key ClientCounts::key_of(const sockaddr* client) {
     return key;
 }
 
-ClientCounts::Shard& ClientCounts::shard_for(const Key& key) {
-    return shards_[hash_(key) >> 60 & (kShards - 1)];
-}
-
 bool ClientCounts::acquire(const sockaddr* client, uint32_t limit) {
     const Key key = key_of(client);
-    Shard& shard = shard_for(key);
-    MutexLock lock(shard.mu);
-    uint32_t& n = shard.counts[key];
-    if (n >= limit) {
-        if (n == 0) shard.counts.erase(key);
-        return false;
-    }
-    ++n;
-    return true;
+    return shards_.with(shard_of(key), [&](Counts& counts) {
+        uint32_t& n = counts[key];
+        if (n >= limit) {
+            if (n == 0) counts.erase(key);
+            return false;
+        }
+        ++n;
+        return true;
+    });
 }
 
 void ClientCounts::release(const sockaddr* client) {
     const Key key = key_of(client);
-    Shard& shard = shard_for(key);
-    MutexLock lock(shard.mu);
-    auto it = shard.counts.find(key);
-    if (it == shard.counts.end()) return;
-    if (--it->second == 0) shard.counts.erase(it);
+    shards_.with(shard_of(key), [&](Counts& counts) {
+        auto it = counts.find(key);
+        if (it == counts.end()) return;
+        if (--it->second == 0) counts.erase(it);
+    });
 }
 
 uint32_t ClientCounts::count(const sockaddr* client) {
     const Key key = key_of(client);
-    Shard& shard = shard_for(key);
-    MutexLock lock(shard.mu);
-    auto it = shard.counts.find(key);
-    return it == shard.counts.end() ? 0 : it->second;
+    return shards_.with(shard_of(key), [&](const Counts& counts) -> uint32_t {
+        auto it = counts.find(key);
+        return it == counts.end() ? 0 : it->second;
+    });
 }
 
 }  // namespace nscache::server

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Connections per client address, across all workers, for the per-client TCP cap: one
 // address (or a few) must not take every connection the daemon allows. Thread-safe: sharded
-// by a seeded hash of the address, each shard behind its own mutex (held for one map update).
+// by a seeded hash of the address into a Sharded<> of 16 maps, each lock held for one map
+// update.
 #pragma once
 
 #include <sys/socket.h>
@@ -10,7 +11,7 @@
 #include <cstdint>
 #include <unordered_map>
 
-#include "common/mutex.h"
+#include "common/sharded.h"
 
 namespace nscache::server {
 
@@ -29,17 +30,15 @@ class ClientCounts {
         uint64_t seed;
         size_t operator()(const Key& k) const;
     };
-    struct Shard {
-        Mutex mu;
-        std::unordered_map<Key, uint32_t, KeyHash> counts NSCACHE_GUARDED_BY(mu);
-    };
+    using Counts = std::unordered_map<Key, uint32_t, KeyHash>;
     static constexpr size_t kShards = 16;
 
     static Key key_of(const sockaddr* client);
-    Shard& shard_for(const Key& key);
+    // The shard: the hash's top bits (the map's buckets use the low ones).
+    uint64_t shard_of(const Key& key) const { return hash_(key) >> 60; }
 
     const KeyHash hash_;
-    Shard shards_[kShards];
+    Sharded<Counts, kShards> shards_;
 };
 
 }  // namespace nscache::server

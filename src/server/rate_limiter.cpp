@@ -34,34 +34,31 @@ RateLimiter::RateLimiter(uint32_t rate, uint32_t burst, size_t slots)
     : rate_(rate),
       burst_milli_(uint64_t{burst == 0 ? rate : burst} * 1000),
       seed_(secure_random_u64()),
-      slots_(std::max<size_t>(slots, kShards)) {
-    for (Shard& shard : shards_) {
-        MutexLock lock(shard.mu);
-        shard.buckets.resize((slots_ + kShards - 1) / kShards);
-    }
-}
+      slots_(std::max<size_t>(slots, kShards)),
+      shards_((slots_ + kShards - 1) / kShards) {}
 
 bool RateLimiter::allow(const sockaddr* client, uint64_t now_ms) {
     uint8_t prefix[8];
     const size_t len = prefix_bytes(client, prefix);
     const uint64_t hash = seeded_hash(seed_, prefix, len) | 1;  // never 0, the empty mark
     const size_t slot = hash % slots_;
-    Shard& shard = shards_[slot % kShards];
-    MutexLock lock(shard.mu);
-    Bucket& b = shard.buckets[slot / kShards];
-    if (b.prefix_hash != hash) {
-        b.prefix_hash = hash;
-        b.milli_tokens = burst_milli_;
-        b.last_ms = now_ms;
-    } else if (now_ms > b.last_ms) {
-        // rate tokens per second = rate milli-tokens per millisecond.
-        const uint64_t refill = (now_ms - b.last_ms) * rate_;
-        b.milli_tokens = std::min(burst_milli_, b.milli_tokens + refill);
-        b.last_ms = now_ms;
-    }
-    if (b.milli_tokens < 1000) return false;
-    b.milli_tokens -= 1000;
-    return true;
+    // Sharded<> picks the shard from the low bits: slot % kShards.
+    return shards_.with(slot, [&](std::vector<Bucket>& buckets) {
+        Bucket& b = buckets[slot / kShards];
+        if (b.prefix_hash != hash) {
+            b.prefix_hash = hash;
+            b.milli_tokens = burst_milli_;
+            b.last_ms = now_ms;
+        } else if (now_ms > b.last_ms) {
+            // rate tokens per second = rate milli-tokens per millisecond.
+            const uint64_t refill = (now_ms - b.last_ms) * rate_;
+            b.milli_tokens = std::min(burst_milli_, b.milli_tokens + refill);
+            b.last_ms = now_ms;
+        }
+        if (b.milli_tokens < 1000) return false;
+        b.milli_tokens -= 1000;
+        return true;
+    });
 }
 
 }  // namespace nscache::server

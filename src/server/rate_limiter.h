@@ -7,7 +7,8 @@
 // The buckets live in a fixed-size table, direct-mapped by a seeded hash of the prefix: O(1)
 // per query and bounded memory whatever the number of clients. A prefix that lands on a slot
 // held by another takes it over with a full bucket; with a secret seed an attacker cannot aim
-// at someone else's slot. Thread-safe (sharded mutexes).
+// at someone else's slot. Thread-safe: the table is a Sharded<> of 16 shards, each lock held
+// for one bucket update.
 #pragma once
 
 #include <sys/socket.h>
@@ -15,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/mutex.h"
+#include "common/sharded.h"
 
 namespace nscache::server {
 
@@ -34,17 +35,13 @@ class RateLimiter {
         uint64_t milli_tokens = 0;  // tokens * 1000 (a burst of 10 million fits)
     };
     // A slot's bucket lives in shard (slot % kShards), at index slot / kShards.
-    struct Shard {
-        Mutex mu;
-        std::vector<Bucket> buckets NSCACHE_GUARDED_BY(mu);
-    };
     static constexpr size_t kShards = 16;
 
     const uint64_t rate_;
     const uint64_t burst_milli_;
     const uint64_t seed_;
     const size_t slots_;
-    Shard shards_[kShards];
+    Sharded<std::vector<Bucket>, kShards> shards_;
 };
 
 }  // namespace nscache::server

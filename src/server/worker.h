@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // One worker thread: an event loop over its own UDP and TCP listening sockets (SO_REUSEPORT),
 // its TCP connections, its upstream queries and its completion queue. Workers share only the
-// cache, the forwarding state and the settings.
+// cache, the forwarding state and the settings. Only its own thread calls it, after
+// construction, except post_settings() and request_stop() (any thread).
 #pragma once
 
 #include <memory>
@@ -10,6 +11,7 @@
 
 #include "common/counters.h"
 #include "common/event_loop.h"
+#include "common/listener.h"
 #include "server/query_pipeline.h"
 #include "server/server_shared.h"
 #include "server/settings_mailbox.h"
@@ -20,13 +22,12 @@
 
 namespace nscache::server {
 
-class TcpAcceptor;
-
 class Worker final : public ReplySender {
   public:
-    // Takes ownership of the sockets.
+    // Takes ownership of the sockets. `clock`: the event loop's (a fake one in unit tests).
     Worker(uint32_t index, ServerShared& shared, WorkerCounters& counters,
-           const std::vector<int>& udp_fds, const std::vector<int>& tcp_fds, SettingsPtr settings);
+           const std::vector<int>& udp_fds, const std::vector<int>& tcp_fds, SettingsPtr settings,
+           const Clock& clock = system_clock());
     ~Worker();
 
     upstream::CompletionQueue& completion_queue() { return queue_; }
@@ -42,8 +43,16 @@ class Worker final : public ReplySender {
 
     void send_reply(const PendingClient& client, std::span<const uint8_t> reply) override;
 
+    // For tests that drive the worker turn by turn instead of run(): registers the sockets
+    // (run() does it itself), then one turn of at most `max_wait_ms`.
+    void start_listening();
+    void run_once(int max_wait_ms);
+    EventLoop& loop() { return loop_; }
+
   private:
+    void on_wake();
     void adopt_posted_settings();
+    void accept_tcp(int fd, const sockaddr_storage& peer, socklen_t length);
 
     SettingsPtr settings_;  // what this worker uses now; the pipeline points into it
     SettingsMailbox mailbox_;
@@ -54,7 +63,8 @@ class Worker final : public ReplySender {
     QueryPipeline pipeline_;
     TcpConnections tcp_;
     std::vector<std::unique_ptr<UdpSocket>> udp_;
-    std::vector<std::unique_ptr<TcpAcceptor>> acceptors_;
+    std::vector<int> tcp_fds_;  // listening; closed after their listeners are gone
+    std::vector<std::unique_ptr<Listener>> acceptors_;
 };
 
 }  // namespace nscache::server

@@ -137,7 +137,8 @@ bool SharedTier::send(RequestId id, Request& r, int node, bool asking) {
 }
 
 void SharedTier::watch(RequestId id) {
-    deadlines_.emplace_back(monotonic_ms() + config_.timeout_ms, id);
+    // The loop's clock, as the timer that checks it (a fake one in tests).
+    deadlines_.emplace_back(loop_.now_ms() + config_.timeout_ms, id);
     if (deadline_timer_ != EventLoop::kNoTimer) return;
     deadline_timer_ = loop_.add_timer(deadlines_.front().first, [this] {
         deadline_timer_ = EventLoop::kNoTimer;

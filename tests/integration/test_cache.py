@@ -235,13 +235,12 @@ def test_serve_stale_when_upstream_silent(daemon, fake_upstream):
     assert a_addrs(udp(d.port, "stale.fake.test")) == ["192.0.2.27"]
     fake_upstream.mode = "drop"
     time.sleep(2.0)
-    t0 = time.monotonic()
+    s0 = d.stats()
     r = udp(d.port, "stale.fake.test", timeout=6)
-    elapsed = time.monotonic() - t0
     assert r.rcode() == dns.rcode.NOERROR, f"expected a stale answer, got {dns.rcode.to_text(r.rcode())}"
     assert a_addrs(r) == ["192.0.2.27"]
     assert answer_ttl(r) == 30, "stale answers carry TTL 30 (RFC 8767)"
-    assert elapsed < 3.5, f"stale answer took {elapsed:.2f} s (stale-answer-timeout 1800ms)"
+    assert d.stats()["stale_served"] == s0["stale_served"] + 1, "the answer did not come from the stale path"
 
 
 def test_serve_stale_off(daemon, fake_upstream):

@@ -46,14 +46,13 @@ def test_failure_is_cached_then_asked_again_with_backoff(daemon, fake_upstream):
     d = daemon(fake_upstream.addr, config='query-timeout = "1s"\nfailure-ttl = "2s"\nfailure-ttl-max = "60s"\n')
     assert ask(d.port, "flaky.fake.test").rcode() == dns.rcode.SERVFAIL
     sent = upstream_queries(fake_upstream, "flaky.fake.test")
-    # Within the failure-cache time: SERVFAIL at once, nothing upstream.
-    for _ in range(5):
-        t = time.monotonic()
+    # Within the failure-cache time: SERVFAIL from the failure cache, nothing upstream (so no
+    # wait for the query timeout).
+    for i in range(5):
         r = ask(d.port, "flaky.fake.test")
         assert r.rcode() == dns.rcode.SERVFAIL and ede_codes(r) == [22]
-        assert time.monotonic() - t < 0.9, "a cached failure must not wait for the query timeout"
+        assert d.stats()["failure_cached"] == i + 1, "each answer comes from the failure cache"
     assert upstream_queries(fake_upstream, "flaky.fake.test") == sent
-    assert d.stats()["failure_cached"] == 5
     # After it, the upstream is asked again; it fails again: now held twice as long (4 s).
     time.sleep(2.2)
     assert ask(d.port, "flaky.fake.test").rcode() == dns.rcode.SERVFAIL

@@ -1,7 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Forwarding: TCP fallback, coalescing, failover, timeouts, validation of upstream answers."""
 
-import time
 
 import dns.flags
 import dns.message
@@ -117,25 +116,28 @@ def test_dead_upstream_via_nsd_fails_over(daemon, nsd, dead_upstream):
 
 def test_all_upstreams_dead_gives_servfail(daemon, dead_upstream):
     d = daemon([dead_upstream().addr, dead_upstream().addr])
-    t0 = time.monotonic()
+    # The daemon gives up at its query timeout and says so: the client's 8 s is only a guard.
     r = udp(d.port, "nobody.fake.test", timeout=8)
-    elapsed = time.monotonic() - t0
     assert r.rcode() == dns.rcode.SERVFAIL
-    assert elapsed < 3.5, f"SERVFAIL after {elapsed:.2f} s (query-timeout 2s)"
     s = d.stats()
-    assert s["answers_servfail"] >= 1
-    assert s["upstream_timeouts"] >= 1
+    assert s["answers_servfail"] == 1
+    assert s["upstream_timeouts"] >= 2, "both upstreams were tried and timed out"
     # still serving (and over TCP the same)
     r = tcp(d.port, "nobody2.fake.test", timeout=8)
     assert r.rcode() == dns.rcode.SERVFAIL
 
 
-def test_query_timeout_setting(daemon, dead_upstream):
-    d = daemon([dead_upstream().addr], config='query-timeout = "1s"\nserve-stale = false\n')
-    t0 = time.monotonic()
-    r = udp(d.port, "slowly.fake.test", timeout=8)
-    assert r.rcode() == dns.rcode.SERVFAIL
-    assert time.monotonic() - t0 < 2.5
+def test_query_timeout_setting(daemon, fake_upstream):
+    # An upstream that answers each query 1.5 s late: past a 1 s query timeout, within the
+    # default 2 s and within a 4 s one.
+    fake_upstream.add("slowly.fake.test.", "A", 300, "192.0.2.77")
+    fake_upstream.delays["slowly.fake.test."] = 1500
+    short = daemon(fake_upstream.addr, config='query-timeout = "1s"\nserve-stale = false\n')
+    r = udp(short.port, "slowly.fake.test", timeout=8)
+    assert r.rcode() == dns.rcode.SERVFAIL, "the late answer was waited for past query-timeout"
+    assert short.stats()["answers_servfail"] == 1
+    long = daemon(fake_upstream.addr, config='query-timeout = "4s"\nserve-stale = false\n')
+    assert a_addrs(udp(long.port, "slowly.fake.test", timeout=8)) == ["192.0.2.77"]
 
 
 def test_upstream_servfail_reaches_client(daemon, fake_upstream):

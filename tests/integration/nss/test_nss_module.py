@@ -170,10 +170,9 @@ def test_daemon_down_dns_takes_over(netns, dns_nsd, tmp_path):
 
 def test_daemon_that_never_answers_is_tryagain(netns, nss_build, fake_nss):
     fake_nss.hang = True
-    start = time.monotonic()
+    # The module gives up by itself (after 5 s) and says TRYAGAIN; the 60 s only guard a hang.
     r = direct(netns, nss_build, "gethostbyname3_r", "slow.example.test.", "4", timeout=60)
     assert (r.status, r.herrno) == (NSS_TRYAGAIN, TRY_AGAIN), r
-    assert time.monotonic() - start < 50  # bounded (the module gives up after 5 s)
 
 
 def test_bad_names_are_dropped(netns, nss_build, fake_nss):

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Test harness for the event-driven server code: a real cache, QueryPipeline and TCP
 // connections on a real EventLoop, with a fake Forwarder in place of the resolver so a test
-// decides when (and how) misses are answered. Clients are socketpairs.
+// decides when (and how) misses are answered. Clients are socketpairs; the loop reads a
+// FakeClock, so a timeout is crossed by advancing it (run_for), never by sleeping.
 #pragma once
 
 #include <netinet/in.h>
@@ -17,6 +18,7 @@
 #include "cache/cache_test_support.h"
 #include "common/event_loop.h"
 #include "config/config.h"
+#include "fake_clock.h"
 #include "server/query_pipeline.h"
 #include "server/server_shared.h"
 #include "server/settings.h"
@@ -87,6 +89,7 @@ struct ServerHarness final : ReplySender {
           settings(make_settings(config, nullptr, 4096)),
           resolver_shared{{}, cache, {}, {}},
           shared{config, cache, resolver_shared, {}},
+          loop(clock),
           pipeline(shared, loop, forwarder, counters, *this, *settings),
           tcp(loop, pipeline, shared.tcp) {
         tcp.set_limits(limits);
@@ -121,8 +124,13 @@ struct ServerHarness final : ReplySender {
                      loop.now_ms());
     }
 
-    void run_for(int turns, int wait_ms = 5) {
-        for (int i = 0; i < turns; ++i) loop.run_once(wait_ms);
+    // `turns` turns of the loop, the clock `step_ms` on before each; no real waiting (a
+    // socketpair's bytes are readable as soon as they are written).
+    void run_for(int turns, uint64_t step_ms = 5) {
+        for (int i = 0; i < turns; ++i) {
+            clock.advance_ms(step_ms);
+            loop.run_once(0);
+        }
     }
 
     Config config;
@@ -130,6 +138,7 @@ struct ServerHarness final : ReplySender {
     SettingsPtr settings;
     upstream::ResolverShared resolver_shared;
     ServerShared shared;
+    nscache::testing::FakeClock clock;
     EventLoop loop;
     WorkerCounters counters;
     FakeForwarder forwarder;
@@ -177,6 +186,44 @@ inline std::vector<std::vector<uint8_t>> read_messages(int fd, std::vector<uint8
     }
     buffer.erase(buffer.begin(), buffer.begin() + static_cast<ptrdiff_t>(at));
     return out;
+}
+
+// A UDP (or TCP listening) socket on 127.0.0.1, port chosen by the kernel, non-blocking as
+// the daemon's own; *port gets the port.
+inline int loopback_socket(int type, uint16_t* port) {
+    const int fd = socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    if (type == SOCK_STREAM) {
+        EXPECT_EQ(listen(fd, 16), 0);
+    }
+    socklen_t len = sizeof a;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+// A client socket connected to 127.0.0.1:`port` (UDP: a default destination; TCP: the
+// handshake is done by the kernel before accept, so no loop turn is needed for it).
+inline int loopback_client(int type, uint16_t port) {
+    const int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    return fd;
+}
+
+// A datagram waiting on `fd` now, if any (never blocks).
+inline std::optional<std::vector<uint8_t>> recv_now(int fd) {
+    std::vector<uint8_t> buffer(65536);
+    const ssize_t n = recv(fd, buffer.data(), buffer.size(), MSG_DONTWAIT);
+    if (n < 0) return std::nullopt;
+    buffer.resize(static_cast<size_t>(n));
+    return buffer;
 }
 
 }  // namespace nscache::server::testing

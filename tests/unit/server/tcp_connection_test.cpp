@@ -5,10 +5,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <set>
 #include <string>
-#include <thread>
 
 #include "server_test_support.h"
 
@@ -124,17 +122,58 @@ TEST(TcpConnection, TricklingQueryIsCutOffAtTheReadTimeout) {
     close(client);
 }
 
-TEST(TcpConnection, IdleConnectionIsClosed) {
+TEST(TcpConnection, IdleConnectionIsClosedAtItsTimeoutAndNotBefore) {
     ServerHarness h(testing::test_config(), TcpLimits{.idle_timeout_ms = 50});
     const int client = h.connect_client();
     bool eof = false;
     std::vector<uint8_t> buffer;
-    for (int i = 0; i < 100 && !eof; ++i) {
-        h.run_for(1, 20);
-        read_messages(client, buffer, &eof);
-    }
+    h.run_for(1, 45);
+    read_messages(client, buffer, &eof);
+    EXPECT_FALSE(eof) << "closed 45 ms into a 50 ms idle timeout";
+    EXPECT_EQ(h.tcp.size(), 1u);
+    h.run_for(1, 10);
+    read_messages(client, buffer, &eof);
+    EXPECT_TRUE(eof);
+    h.run_for(1);  // the closed connection is destroyed on the next turn
+    EXPECT_EQ(h.tcp.size(), 0u);
+    EXPECT_EQ(h.shared.tcp.connections.load(), 0u);
+    close(client);
+}
+
+// Only a whole query (or answer) resets the idle timer.
+TEST(TcpConnection, AQueryAnsweredResetsTheIdleTimer) {
+    ServerHarness h(testing::test_config(), TcpLimits{.idle_timeout_ms = 50});
+    h.cache_a("www.example.test");
+    const int client = h.connect_client();
+    bool eof = false;
+    std::vector<uint8_t> buffer;
+    h.run_for(1, 40);
+    write_all(client, tcp_query("www.example.test", dns::rtype::A, 9));
+    h.run_for(1, 0);
+    ASSERT_EQ(read_messages(client, buffer, &eof).size(), 1u);
+    h.run_for(1, 40);  // 80 ms since it connected, 40 since the query
+    read_messages(client, buffer, &eof);
+    EXPECT_FALSE(eof);
+    h.run_for(1, 15);
+    read_messages(client, buffer, &eof);
     EXPECT_TRUE(eof);
     close(client);
+}
+
+TEST(TcpConnection, GlobalCapRefusesTheConnectionOverIt) {
+    ServerHarness h(testing::test_config(), TcpLimits{.max_connections = 2});
+    const int a = h.connect_client(1);
+    const int b = h.connect_client(2);
+    int fds[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
+    EXPECT_FALSE(h.tcp.adopt(fds[0], testing::loopback_peer(3), sizeof(sockaddr_in)));
+    // Refused means closed: the client sees the end at once.
+    char c;
+    EXPECT_EQ(recv(fds[1], &c, 1, 0), 0);
+    close(fds[1]);
+    EXPECT_EQ(h.shared.tcp.connections.load(), 2u);
+    close(a);
+    close(b);
 }
 
 // A client that asks and never reads may not make the daemon queue its answers without bound.

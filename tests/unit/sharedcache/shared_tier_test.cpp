@@ -9,6 +9,7 @@
 
 #include "cache/cache_test_support.h"
 #include "common/clock.h"
+#include "fake_clock.h"
 #include "fake_redis.h"
 #include "sharedcache/cluster_slots.h"
 #include "sharedcache/shared_value.h"
@@ -52,11 +53,13 @@ struct Harness {
         tier = std::make_unique<SharedTier>(loop, config, ttl, health, counters, sink);
     }
 
-    // Turns the loop until `done`, or about `turns` * 5 ms.
+    // Turns the loop until `done`, or `turns` turns of 5 ms of the fake clock each (no real
+    // waiting: the fake Redis's loopback bytes are readable when its send() returns).
     bool run_until(const std::function<bool()>& done, int turns = 400) {
         for (int i = 0; i < turns; ++i) {
             if (done()) return true;
-            loop.run_once(5);
+            clock.advance_ms(5);
+            loop.run_once(0);
         }
         return done();
     }
@@ -70,7 +73,8 @@ struct Harness {
 
     SharedCacheConfig config;
     cache::TtlPolicy ttl;
-    EventLoop loop;
+    nscache::testing::FakeClock clock;
+    EventLoop loop{clock};
     TierHealth health;
     WorkerCounters counters;
     RecordingSink sink;
@@ -130,10 +134,10 @@ TEST(SharedTier, SilenceCostsTheTimeoutThenTheNodeIsDownUntilAProbeAnswers) {
     Harness h(standalone(redis, 50));
     Key www("www.example.test");
     for (uint64_t token = 1; token <= 3; ++token) {
-        const uint64_t asked = monotonic_ms();
+        const uint64_t asked = h.loop.now_ms();
         ASSERT_TRUE(h.tier->lookup(www.key, token, false));
         ASSERT_TRUE(h.run_until([&] { return h.sink.outcomes.size() == token; }));
-        EXPECT_GE(monotonic_ms() - asked, 50u);
+        EXPECT_GE(h.loop.now_ms() - asked, 50u);
         EXPECT_FALSE(h.sink.outcomes.back().answer);
     }
     EXPECT_EQ(h.counters.shared_timeouts.load(), 3u);
@@ -192,9 +196,11 @@ TEST(SharedTier, OneTimeoutWithOthersInFlightIsOneFailure) {
     Key www("www.example.test");
     for (uint64_t token = 1; token <= 3; ++token) {
         ASSERT_TRUE(h.tier->lookup(www.key, token, false));
-        ASSERT_TRUE(h.next(redis));  // sent; never answered
-        const uint64_t until = monotonic_ms() + 10;
-        while (monotonic_ms() < until && h.sink.outcomes.empty()) h.loop.run_once(2);
+        ASSERT_TRUE(h.next(redis));                               // sent; never answered
+        for (int i = 0; i < 5 && h.sink.outcomes.empty(); ++i) {  // 10 ms on, within the timeout
+            h.clock.advance_ms(2);
+            h.loop.run_once(0);
+        }
     }
     ASSERT_TRUE(h.run_until([&] { return h.sink.outcomes.size() == 3; }));
     for (const Outcome& o : h.sink.outcomes) EXPECT_FALSE(o.answer);

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "common/listener.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "fake_clock.h"
+
+namespace nscache {
+namespace {
+
+struct Loopback {
+    Loopback() {
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+        EXPECT_EQ(listen(fd, 64), 0);
+        socklen_t len = sizeof a;
+        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+        port = ntohs(a.sin_port);
+    }
+    ~Loopback() { close(fd); }
+
+    // A connected client: the kernel finishes the handshake before anyone accepts.
+    int connect_client() const {
+        const int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(port);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        EXPECT_EQ(connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+        return c;
+    }
+
+    int fd = -1;
+    uint16_t port = 0;
+};
+
+bool closed_by_peer(int fd) {
+    char c;
+    return recv(fd, &c, 1, MSG_DONTWAIT) == 0;
+}
+
+TEST(Listener, HandsEachConnectionOverNonBlockingWithItsPeer) {
+    testing::FakeClock clock;
+    EventLoop loop(clock);
+    Loopback server;
+    std::vector<int> accepted;
+    std::vector<sockaddr_storage> peers;
+    Listener listener(loop, server.fd, "test socket",
+                      [&](int fd, const sockaddr_storage& peer, socklen_t) {
+                          accepted.push_back(fd);
+                          peers.push_back(peer);
+                      });
+    ASSERT_TRUE(listener.start());
+    const int a = server.connect_client();
+    const int b = server.connect_client();
+    loop.run_once(0);
+    ASSERT_EQ(accepted.size(), 2u);
+    for (int fd : accepted) {
+        EXPECT_TRUE(fcntl(fd, F_GETFL) & O_NONBLOCK);
+        EXPECT_TRUE(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+        close(fd);
+    }
+    EXPECT_EQ(peers[0].ss_family, AF_INET);
+    EXPECT_EQ(reinterpret_cast<const sockaddr_in&>(peers[0]).sin_addr.s_addr,
+              htonl(INADDR_LOOPBACK));
+    close(a);
+    close(b);
+}
+
+// Out of descriptors (EMFILE), the waiting connection would keep a level-triggered loop
+// spinning: the spare descriptor is given up to accept it, it is closed at once, on_shed
+// hears of it, and the listener goes on once descriptors are back.
+TEST(Listener, OutOfDescriptorsShedsTheConnectionWithTheSpare) {
+    testing::FakeClock clock;
+    EventLoop loop(clock);
+    Loopback server;
+    int handed = 0;
+    int shed = 0;
+    Listener listener(loop, server.fd, "test socket",
+                      [&](int fd, const sockaddr_storage&, socklen_t) {
+                          ++handed;
+                          close(fd);
+                      });
+    listener.set_on_shed([&] { ++shed; });
+    ASSERT_TRUE(listener.start());
+    const int client = server.connect_client();
+
+    // No descriptor free from here on: the lowest free one is at the limit.
+    rlimit saved{};
+    ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    const int lowest_free = dup(0);
+    ASSERT_GE(lowest_free, 0);
+    close(lowest_free);
+    rlimit tight = saved;
+    tight.rlim_cur = static_cast<rlim_t>(lowest_free);
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &tight), 0);
+    loop.run_once(0);
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+
+    EXPECT_EQ(handed, 0);
+    EXPECT_EQ(shed, 1);
+    EXPECT_TRUE(closed_by_peer(client));
+    close(client);
+
+    const int next = server.connect_client();
+    loop.run_once(0);
+    EXPECT_EQ(handed, 1) << "the listener stopped after shedding";
+    EXPECT_EQ(shed, 1);
+    close(next);
+}
+
+}  // namespace
+}  // namespace nscache
