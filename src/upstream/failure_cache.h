@@ -7,8 +7,8 @@
 //
 // A fixed table, direct-mapped by a seeded hash of the question: O(1) per call and bounded
 // memory whatever the number of names. Two questions on one slot evict each other (at worst
-// one more upstream round). Thread-safe: 16 shards, each behind its own mutex, held for one
-// slot update.
+// one more upstream round). Thread-safe: 16 shards (Sharded<T, N>: each behind its own mutex
+// on its own cache line), a shard's lock held for one slot update.
 #pragma once
 
 #include <atomic>
@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/mutex.h"
+#include "common/sharded.h"
 
 namespace nscache::upstream {
 
@@ -57,11 +57,8 @@ class FailureCache {
         uint32_t backoff_ms = 0;
         FailureReason reason = FailureReason::NoReachableAuthority;
     };
-    struct Shard {
-        mutable Mutex mu;
-        std::vector<Slot> slots NSCACHE_GUARDED_BY(mu);
-    };
     static constexpr size_t kShards = 16;
+    using Slots = std::vector<Slot>;
 
     uint64_t hash(std::string_view key) const;
 
@@ -69,7 +66,7 @@ class FailureCache {
     std::atomic<uint32_t> max_ms_;
     const uint64_t seed_;
     const size_t slots_;
-    Shard shards_[kShards];
+    Sharded<Slots, kShards> shards_;
 };
 
 }  // namespace nscache::upstream

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Coalescing: identical questions in flight share one upstream query. The first asker (the
 // leader) sends it; later askers are added as waiters and all get the one answer.
-// Thread-safe: sharded by key, one mutex per shard, held only to add or take waiters.
+// Thread-safe: sharded by key (Sharded<T, N>: 16 shards, each behind its own mutex on its own
+// cache line), a shard's lock held only to add or take waiters.
 #pragma once
 
 #include <cstddef>
@@ -10,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/mutex.h"
+#include "common/sharded.h"
 
 namespace nscache::upstream {
 
@@ -44,15 +45,12 @@ class InflightTable {
         uint64_t seed;
         size_t operator()(const std::string& key) const;
     };
-    struct Shard {
-        Mutex mu;
-        std::unordered_map<std::string, std::vector<Waiter>, SeededHash> queries
-            NSCACHE_GUARDED_BY(mu);
-    };
-    Shard& shard_for(const std::string& key);
+    using Queries = std::unordered_map<std::string, std::vector<Waiter>, SeededHash>;
+    // The shard: the hash's top 4 bits (the map's buckets take its low bits).
+    uint64_t shard_of(const std::string& key) const { return hash_(key) >> 60; }
 
     const SeededHash hash_;
-    Shard shards_[kShards];
+    Sharded<Queries, kShards> shards_;
 };
 
 }  // namespace nscache::upstream

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "common/clock.h"
 #include "common/random.h"
 #include "dns/response.h"
 #include "upstream/resolver.h"
@@ -24,12 +25,6 @@ constexpr uint64_t kMaxAttemptWaitMs = 1500;
 constexpr uint16_t kBadCookie = 23;
 // Datagrams read per readiness event before returning to the loop.
 constexpr int kMaxReadsPerEvent = 16;
-
-uint64_t monotonic_us() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
-}
 
 bool same_endpoint(const sockaddr_storage& from, socklen_t from_len, const SocketAddress& want) {
     return SocketAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&from), from_len) == want;
