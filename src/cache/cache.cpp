@@ -56,6 +56,12 @@ LookupResult Cache::lookup(const CacheKey& key, const dns::Query& query, uint64_
     return shard_for(hash).lookup(key, hash, query, now_ms, limits, out, allow_stale);
 }
 
+CachedAnswer Cache::lookup_answer(const CacheKey& key, uint64_t now_ms) {
+    if (key.qtype == kNxdomainMarkerType) return {};
+    const uint64_t hash = hash_name(key.name);
+    return shard_for(hash).lookup_answer(key, hash, now_ms);
+}
+
 void Cache::insert(const CacheKey& key, const PreparedAnswer& answer, uint64_t now_ms) {
     insert_at(key, answer, now_ms, now_ms);
 }

@@ -55,6 +55,15 @@ struct LookupResult {
     bool prefetch = false;   // a popular entry in the last 10% of its TTL: refresh it now
 };
 
+// An entry copied out of the cache, for a reader that wants the records themselves (the host
+// lookup) rather than an answer rendered for a DNS client.
+struct CachedAnswer {
+    Freshness freshness = Freshness::Miss;
+    bool prefetch = false;  // as LookupResult::prefetch (and taken by this lookup the same way)
+    uint32_t age_s = 0;     // seconds since it was stored: what render_answer counts TTLs down by
+    PreparedAnswer answer;  // Fresh or Stale: the stored records, TTLs as stored; ttl unset
+};
+
 struct CacheCounters {
     uint64_t entries = 0;
     uint64_t bytes = 0;
@@ -88,6 +97,11 @@ class Cache {
     // they report Freshness::Stale with length 0.
     LookupResult lookup(const CacheKey& key, const dns::Query& query, uint64_t now_ms,
                         const RenderLimits& limits, std::span<uint8_t> out, bool allow_stale);
+
+    // As lookup(), but copies the entry (fresh or stale alike) instead of rendering it: one
+    // copy under the shard's lock, nothing called out under it. The caller counts the TTLs
+    // down by age_s, or uses kStaleAnswerTtl for a stale entry, as render_answer does.
+    CachedAnswer lookup_answer(const CacheKey& key, uint64_t now_ms);
 
     // RFC 8020: a fresh cached NXDOMAIN for an ancestor of key.name (at label offsets up to
     // `top_offset` into it: where its forwarding rule's domain begins, so that no NXDOMAIN

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "cache/render.h"
 #include "dns/name.h"
 #include "dns/query.h"
 
@@ -15,33 +14,9 @@ namespace {
 
 constexpr int kAfInet = 2;
 constexpr int kAfInet6 = 10;
-constexpr size_t kMaxAnswer = 65535;
 // Lookups in flight on one thread; past this a lookup answers TryAgain at once (the client
 // falls back to its own NSS modules).
 constexpr size_t kMaxLookups = 16384;
-
-// A DNS query made up for the cache's renderer: no EDNS, RD set, ID 0.
-struct SyntheticQuery {
-    uint8_t question[dns::kMaxNameLength + 4];
-    size_t length = 0;
-
-    SyntheticQuery(dns::Bytes name, uint16_t qtype) {
-        std::memcpy(question, name.data(), name.size());
-        dns::write_u16(question + name.size(), qtype);
-        dns::write_u16(question + name.size() + 2, dns::kClassIN);
-        length = name.size() + 4;
-    }
-    dns::Query query() const {
-        dns::Query q;
-        q.header.flags = dns::flag::RD;
-        q.header.qdcount = 1;
-        q.question = dns::Bytes(question, length);
-        q.qname = dns::Bytes(question, length - 4);
-        q.qtype = dns::read_u16(question + length - 4);
-        q.qclass = dns::kClassIN;
-        return q;
-    }
-};
 
 // A resolver cookie: the lookup's id with the part (0 or 1) in the low bit of its slot index.
 uint64_t cookie_of(uint64_t id, size_t part) {
@@ -92,13 +67,13 @@ HostLookup::HostLookup(uint32_t worker_index, EventLoop& loop, upstream::Resolve
     : loop_(loop),
       shared_(resolver),
       sink_(sink),
+      counters_(counters),
       options_(std::move(options)),
       queue_(loop),
       resolver_(worker_index, loop, resolver, *this, counters, std::move(routing)),
       hosts_(options_.hosts),
       search_config_(options_.resolv_conf),
-      lookups_(kMaxLookups),
-      scratch_(kMaxAnswer) {}
+      lookups_(kMaxLookups) {}
 
 HostLookup::~HostLookup() = default;
 
@@ -145,7 +120,7 @@ void HostLookup::ask_next(LookupId id) {
     const uint32_t round = ++l.round;
     l.parts.clear();
     if (l.query.by_addr) {
-        l.parts.push_back(Part{dns::rtype::PTR, false, false, {}});
+        l.parts.push_back(Part{dns::rtype::PTR, false, false, false, {}});
     } else {
         std::optional<std::string> name = l.plan->next();
         if (!name) {
@@ -178,8 +153,10 @@ void HostLookup::ask_next(LookupId id) {
         }
         l.candidate = std::move(*name);
         dns::lower_name(wire->view(), l.question.name);
-        if (l.query.family != kAfInet6) l.parts.push_back(Part{dns::rtype::A, false, false, {}});
-        if (l.query.family != kAfInet) l.parts.push_back(Part{dns::rtype::AAAA, false, false, {}});
+        if (l.query.family != kAfInet6)
+            l.parts.push_back(Part{dns::rtype::A, false, false, false, {}});
+        if (l.query.family != kAfInet)
+            l.parts.push_back(Part{dns::rtype::AAAA, false, false, false, {}});
     }
     const size_t parts = l.parts.size();
     for (size_t i = 0; i < parts; ++i) {
@@ -190,30 +167,63 @@ void HostLookup::ask_next(LookupId id) {
     }
 }
 
+std::optional<HostAnswer> HostLookup::from_cache(const Lookup& l, size_t part) {
+    upstream::Question question = l.question;
+    question.qtype = l.parts[part].qtype;
+    const cache::CachedAnswer hit =
+        shared_.cache.lookup_answer(question.cache_key(), loop_.now_ms());
+    if (hit.freshness == cache::Freshness::Miss) return std::nullopt;
+    return host_answer_from_cache(hit.answer.view(), question.name.view(), question.qtype,
+                                  hit.age_s, hit.freshness == cache::Freshness::Stale);
+}
+
+bool HostLookup::serve_stale(LookupId id, size_t part) {
+    std::optional<HostAnswer> stale = from_cache(*lookups_.find(id), part);
+    if (!stale) return false;
+    bump(counters_.stale_served);
+    part_done(id, part, std::move(*stale), true);
+    return true;
+}
+
 void HostLookup::ask_part(LookupId id, size_t part) {
     Lookup& l = *lookups_.find(id);
     upstream::Question question = l.question;
     question.qtype = l.parts[part].qtype;
     if (!l.query.refresh) {
-        const SyntheticQuery synthetic(question.name.view(), question.qtype);
-        const dns::Query q = synthetic.query();
-        const cache::RenderLimits limits{kMaxAnswer, 1232};
-        const auto hit =
-            shared_.cache.lookup(question.cache_key(), q, loop_.now_ms(), limits, scratch_, false);
+        // As QueryPipeline::handle: a fresh hit answers (and may start a prefetch); a stale
+        // entry (kept only with serve-stale on) is what the part falls back on.
+        cache::CachedAnswer hit = shared_.cache.lookup_answer(question.cache_key(), loop_.now_ms());
         if (hit.freshness == cache::Freshness::Fresh) {
-            part_done(id, part, std::span<const uint8_t>(scratch_.data(), hit.length), true);
+            if (hit.prefetch && policy_.prefetch) {
+                bump(counters_.prefetches);
+                resolver_.refresh(question);
+            }
+            part_done(id, part,
+                      host_answer_from_cache(hit.answer.view(), question.name.view(),
+                                             question.qtype, hit.age_s, false),
+                      true);
             return;
+        }
+        l.parts[part].stale = hit.freshness == cache::Freshness::Stale;
+        // RFC 8767 §5: with every upstream down, or with serve-expired, stale data at once;
+        // the refresh goes on in the background.
+        if (l.parts[part].stale &&
+            (policy_.serve_expired || resolver_.all_upstreams_down(question))) {
+            resolver_.refresh(question);
+            if (serve_stale(id, part)) return;
         }
     }
     // A question no upstream answered a moment ago (RFC 9520 §3.2): a failure at once, so the
-    // client's own NSS modules get their turn without a wait, and no prefetch asks again.
+    // client's own NSS modules get their turn without a wait, and no prefetch asks again;
+    // serve-stale takes precedence.
     if (resolver_.failing(question, nullptr)) {
-        part_done(id, part, {}, false);
+        if (lookups_.find(id)->parts[part].stale && serve_stale(id, part)) return;
+        part_done(id, part, HostAnswer{}, false);
         return;
     }
     // A prefetch takes the shared tier's value only when it is fresher than the cache's.
     if (!resolver_.resolve(question, cookie_of(id, part), l.query.refresh)) {
-        part_done(id, part, {}, false);
+        part_done(id, part, HostAnswer{}, false);
     }
 }
 
@@ -222,26 +232,28 @@ void HostLookup::deliver(uint64_t cookie, const upstream::ResolveOutcome& outcom
     const size_t part = cookie & 1;
     Lookup* l = lookups_.find(id);
     if (l == nullptr || part >= l->parts.size() || l->parts[part].done) return;
-    size_t length = 0;
-    if (outcome.answer) {
-        upstream::Question question = l->question;
-        const SyntheticQuery synthetic(question.name.view(), l->parts[part].qtype);
-        bool truncated = false;
-        length = cache::render_answer(outcome.answer->view(), synthetic.query(), 0, false,
-                                      cache::RenderLimits{kMaxAnswer, 1232}, scratch_, &truncated);
+    const auto& answer = outcome.answer;
+    const bool usable = answer && (answer->rcode == static_cast<uint8_t>(dns::Rcode::NoError) ||
+                                   answer->rcode == static_cast<uint8_t>(dns::Rcode::NxDomain));
+    if (usable) {
+        part_done(id, part,
+                  host_answer_from_cache(answer->view(), l->question.name.view(),
+                                         l->parts[part].qtype, 0, false),
+                  true);
+        return;
     }
-    part_done(id, part, std::span<const uint8_t>(scratch_.data(), length),
-              outcome.answer != nullptr);
+    // As QueryPipeline::deliver: no usable answer, and serve-stale on (a stale entry was
+    // kept): the stale entry, if it is still there.
+    if (l->parts[part].stale && serve_stale(id, part)) return;
+    part_done(id, part, HostAnswer{}, answer != nullptr);
 }
 
-void HostLookup::part_done(LookupId id, size_t part, std::span<const uint8_t> answer,
-                           bool answered) {
+void HostLookup::part_done(LookupId id, size_t part, HostAnswer answer, bool answered) {
     Lookup& l = *lookups_.find(id);
     Part& p = l.parts[part];
     p.done = true;
-    p.answered = answered && !answer.empty();
-    p.answer = host_answer_from_dns(dns::Bytes(answer.data(), answer.size()),
-                                    l.question.name.view(), p.qtype);
+    p.answered = answered;
+    p.answer = std::move(answer);
     for (const Part& other : l.parts) {
         if (!other.done) return;
     }

@@ -131,7 +131,8 @@ void NscdServer::start() {
     if (options_.proxy_other_databases) others_.start();
     thread_ = std::thread([this] {
         loop_.refresh_now();
-        lookup_.apply(settings_->routing, settings_->resolver);
+        lookup_.apply(settings_->routing, settings_->resolver,
+                      {settings_->config.prefetch, settings_->config.serve_expired});
         lookup_.open([this] { flush_map(); });
         const bool watching =
             netlink_.open(loop_, [this](uint32_t s) { map_.set_netlink_stamp(s); });
@@ -156,7 +157,8 @@ void NscdServer::stop() {
 
 void NscdServer::on_wake() {
     if (server::SettingsPtr next = mailbox_.take()) {
-        lookup_.apply(next->routing, next->resolver);
+        lookup_.apply(next->routing, next->resolver,
+                      {next->config.prefetch, next->config.serve_expired});
         settings_ = std::move(next);
     }
     lookup_.drain();

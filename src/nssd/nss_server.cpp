@@ -81,7 +81,8 @@ void NssServer::start() {
     listener_->start();
     thread_ = std::thread([this] {
         loop_.refresh_now();
-        lookup_.apply(settings_->routing, settings_->resolver);
+        lookup_.apply(settings_->routing, settings_->resolver,
+                      {settings_->config.prefetch, settings_->config.serve_expired});
         // The daemon answers /etc/hosts itself; an edit voids what the map holds.
         lookup_.open([this] { map_.invalidate_all(); });
         loop_.run([this] {
@@ -93,7 +94,8 @@ void NssServer::start() {
 
 void NssServer::adopt_posted_settings() {
     if (server::SettingsPtr next = mailbox_.take()) {
-        lookup_.apply(next->routing, next->resolver);
+        lookup_.apply(next->routing, next->resolver,
+                      {next->config.prefetch, next->config.serve_expired});
         settings_ = std::move(next);
     }
 }
