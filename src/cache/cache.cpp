@@ -52,13 +52,13 @@ CacheShard& Cache::shard_for(uint64_t hash) const {
 LookupResult Cache::lookup(const CacheKey& key, const dns::Query& query, uint64_t now_ms,
                            const RenderLimits& limits, std::span<uint8_t> out, bool allow_stale) {
     if (key.qtype == kNxdomainMarkerType) return {};  // the marker answers only names below
-    const uint64_t hash = hash_name(key.name);
+    const uint64_t hash = key.name_hash != 0 ? key.name_hash : hash_name(key.name);
     return shard_for(hash).lookup(key, hash, query, now_ms, limits, out, allow_stale);
 }
 
 CachedAnswer Cache::lookup_answer(const CacheKey& key, uint64_t now_ms) {
     if (key.qtype == kNxdomainMarkerType) return {};
-    const uint64_t hash = hash_name(key.name);
+    const uint64_t hash = key.name_hash != 0 ? key.name_hash : hash_name(key.name);
     return shard_for(hash).lookup_answer(key, hash, now_ms);
 }
 
@@ -74,12 +74,12 @@ void Cache::insert_at(const CacheKey& key, const PreparedAnswer& answer, uint64_
     // below, compression pointers into another question included). Markers are made only
     // here, from their NXDOMAIN; a dumped one is made again when its NXDOMAIN is loaded.
     if (key.qtype == kNxdomainMarkerType) return;
-    const uint64_t hash = hash_name(key.name);
+    const uint64_t hash = key.name_hash != 0 ? key.name_hash : hash_name(key.name);
     shard_for(hash).insert(key, hash, answer, born_ms, now_ms);
     if ((key.flags & kKeyDo) != 0) return;
     if (auto marker = nxdomain_marker(key.name, answer)) {
-        shard_for(hash).insert(CacheKey{key.name, kNxdomainMarkerType, key.qclass, key.flags}, hash,
-                               *marker, born_ms, now_ms);
+        shard_for(hash).insert(CacheKey{key.name, kNxdomainMarkerType, key.qclass, key.flags, hash},
+                               hash, *marker, born_ms, now_ms);
     }
 }
 

@@ -37,6 +37,9 @@ struct CacheKey {
     uint16_t qtype = 0;
     uint16_t qclass = 0;
     uint8_t flags = 0;  // kKeyDo | kKeyCd
+    // hash_name(name) when the caller has it (upstream::Question computes it once per client
+    // query); 0: the cache computes it.
+    uint64_t name_hash = 0;
 };
 
 struct CacheConfig {

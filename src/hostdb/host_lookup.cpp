@@ -98,6 +98,7 @@ std::optional<HostAnswer> HostLookup::start(const HostQuery& query, uint64_t coo
         const std::vector<uint8_t> reverse = reverse_name(query.family, query.address.data());
         std::memcpy(l->question.name.bytes, reverse.data(), reverse.size());
         l->question.name.length = static_cast<uint8_t>(reverse.size());
+        l->question.hash_with(shared_.cache);
     } else if (query.search && !query.refresh) {
         l->plan.emplace(search_config_.get(loop_.now_ms()), query.name);
     } else {
@@ -153,6 +154,7 @@ void HostLookup::ask_next(LookupId id) {
         }
         l.candidate = std::move(*name);
         dns::lower_name(wire->view(), l.question.name);
+        l.question.hash_with(shared_.cache);  // once per candidate, for both parts
         if (l.query.family != kAfInet6)
             l.parts.push_back(Part{dns::rtype::A, false, false, false, {}});
         if (l.query.family != kAfInet)

@@ -20,13 +20,16 @@ constexpr uint16_t rc(Rcode r) {
     return static_cast<uint16_t>(r);
 }
 
-upstream::Question question_of(const dns::Query& q) {
+// The one question of a client query (upstream/question.h): lower-cased and hashed here,
+// once; the cache, coalescing, the failure cache and the upstream query read that hash.
+upstream::Question question_of(const dns::Query& q, const cache::Cache& cache) {
     upstream::Question question;
     dns::lower_name(q.qname, question.name);
     question.qtype = q.qtype;
     question.qclass = q.qclass;
     question.do_bit = q.edns.do_bit;
     question.cd = q.cd();
+    question.hash_with(cache);
     return question;
 }
 
@@ -137,7 +140,7 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
     const dns::Query& q = parsed.query;
     if (q.qtype == dns::rtype::ANY) return handle_any(parsed, origin, now, out);
     if (!q.rd()) return handle_norec(parsed, origin, now, out);
-    const upstream::Question question = question_of(q);
+    const upstream::Question question = question_of(q, shared_.cache);
     const cache::CacheKey key = question.cache_key();
     const cache::RenderLimits limits = limits_for(origin.transport, q);
     const cache::LookupResult hit = shared_.cache.lookup(key, q, now, limits, out, false);
@@ -206,7 +209,8 @@ QueryPipeline::MissCheck QueryPipeline::check_miss(const upstream::Question& que
     size_t top = key.name.empty() ? 0 : key.name.size() - 1;
     bool cut = true;
     if (settings_->routing) {
-        const upstream::Route route = settings_->routing->route(key.name);
+        // Routed here once: the Resolver (same Routing) reads this route instead of its own.
+        const upstream::Route& route = question.route_by(*settings_->routing);
         cut = route.kind == upstream::RouteKind::Forward;
         top = route.zone_offset;
     }
@@ -246,6 +250,7 @@ PendingClient* QueryPipeline::add_pending(const dns::Query& q, const ClientOrigi
     std::memcpy(client->question, q.question.data(), q.question.size());
     client->question_len = static_cast<uint16_t>(q.question.size());
     client->upstream_question = question;
+    client->upstream_question.forget_route();  // the client may outlive this Routing
     client->arrived_us = loop_.now_us();
     return client;
 }
@@ -253,7 +258,7 @@ PendingClient* QueryPipeline::add_pending(const dns::Query& q, const ClientOrigi
 HandleResult QueryPipeline::handle_norec(const dns::ParsedQuery& parsed, const ClientOrigin& origin,
                                          uint64_t now, std::span<uint8_t> out) {
     const dns::Query& q = parsed.query;
-    const upstream::Question question = question_of(q);
+    const upstream::Question question = question_of(q, shared_.cache);
     // Whether a name is cached tells which names other clients asked for, and when (cache
     // snooping): only clients in allow-snoop may learn it.
     const bool snoop = settings_->snoop.allows(origin.peer);
@@ -292,6 +297,8 @@ HandleResult QueryPipeline::handle_any(const dns::ParsedQuery& parsed, const Cli
         return {error_answer(parsed, rc(Rcode::Refused), out, dns::ede::Prohibited)};
     }
     static constexpr uint16_t kTypes[2] = {dns::rtype::A, dns::rtype::AAAA};
+    // One question, hashed once: the name's hash serves both halves.
+    const upstream::Question asked = question_of(q, shared_.cache);
     upstream::Question questions[2];
     dns::Bytes parts[2];
     bool stale[2] = {false, false};
@@ -300,7 +307,7 @@ HandleResult QueryPipeline::handle_any(const dns::ParsedQuery& parsed, const Cli
     // write_any_from_parts applies the transport's limit to what it keeps.
     const cache::RenderLimits whole{kTcpMaxAnswer, server_udp_size};
     for (size_t i = 0; i < 2; ++i) {
-        questions[i] = question_of(q);
+        questions[i] = asked;
         questions[i].qtype = kTypes[i];
         const cache::LookupResult hit =
             shared_.cache.lookup(questions[i].cache_key(), q, now, whole, any_parts_[i], false);

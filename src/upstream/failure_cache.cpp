@@ -3,25 +3,17 @@
 
 #include <algorithm>
 
-#include "common/hash.h"
-#include "common/random.h"
-
 namespace nscache::upstream {
 
 FailureCache::FailureCache(FailurePolicy policy, size_t slots)
     : initial_ms_(policy.initial_ms),
       max_ms_(policy.max_ms),
-      seed_(secure_random_u64()),
       slots_(std::max(slots, kShards)),
       shards_((slots_ + kShards - 1) / kShards) {}
 
-uint64_t FailureCache::hash(std::string_view key) const {
-    return seeded_hash(seed_, reinterpret_cast<const uint8_t*>(key.data()), key.size()) | 1;
-}
-
-uint32_t FailureCache::record(std::string_view key, FailureReason reason, uint64_t now_ms) {
-    const uint64_t h = hash(key);
-    const size_t index = h % slots_;
+uint32_t FailureCache::record(uint64_t key_hash, FailureReason reason, uint64_t now_ms) {
+    const uint64_t h = key_hash | 1;  // 0 marks an empty slot
+    const size_t index = key_hash % slots_;
     // The shard is index % kShards (Sharded masks the low bits), the slot index / kShards.
     return shards_.with(index, [&](Slots& slots) {
         Slot& s = slots[index / kShards];
@@ -40,9 +32,9 @@ uint32_t FailureCache::record(std::string_view key, FailureReason reason, uint64
     });
 }
 
-bool FailureCache::failing(std::string_view key, uint64_t now_ms, FailureReason* reason) const {
-    const uint64_t h = hash(key);
-    const size_t index = h % slots_;
+bool FailureCache::failing(uint64_t key_hash, uint64_t now_ms, FailureReason* reason) const {
+    const uint64_t h = key_hash | 1;  // 0 marks an empty slot
+    const size_t index = key_hash % slots_;
     return shards_.with(index, [&](const Slots& slots) {
         const Slot& s = slots[index / kShards];
         if (s.key_hash != h || now_ms >= s.until_ms) return false;
@@ -51,9 +43,9 @@ bool FailureCache::failing(std::string_view key, uint64_t now_ms, FailureReason*
     });
 }
 
-void FailureCache::clear(std::string_view key) {
-    const uint64_t h = hash(key);
-    const size_t index = h % slots_;
+void FailureCache::clear(uint64_t key_hash) {
+    const uint64_t h = key_hash | 1;  // 0 marks an empty slot
+    const size_t index = key_hash % slots_;
     shards_.with(index, [&](Slots& slots) {
         Slot& s = slots[index / kShards];
         if (s.key_hash == h) s = Slot{};

@@ -14,7 +14,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
 #include <vector>
 
 #include "common/sharded.h"
@@ -37,12 +36,14 @@ class FailureCache {
   public:
     explicit FailureCache(FailurePolicy policy, size_t slots = 1 << 16);
 
-    // Records that `key` (Question::key()) failed at `now_ms`; returns how long it stays failed.
-    uint32_t record(std::string_view key, FailureReason reason, uint64_t now_ms);
-    // Why `key` failed, if it failed recently enough to be answered SERVFAIL now.
-    bool failing(std::string_view key, uint64_t now_ms, FailureReason* reason) const;
+    // `key_hash`: the question's Question::key_hash() (seeded with the cache's secret, so
+    // clients cannot aim names at one slot), never recomputed here.
+    // Records that the question failed at `now_ms`; returns how long it stays failed.
+    uint32_t record(uint64_t key_hash, FailureReason reason, uint64_t now_ms);
+    // Why the question failed, if it failed recently enough to be answered SERVFAIL now.
+    bool failing(uint64_t key_hash, uint64_t now_ms, FailureReason* reason) const;
     // An answer came: the next failure starts the backoff afresh.
-    void clear(std::string_view key);
+    void clear(uint64_t key_hash);
     void clear_all();
     // A reload's new times; records made before keep theirs.
     void set_policy(FailurePolicy policy) {
@@ -60,11 +61,8 @@ class FailureCache {
     static constexpr size_t kShards = 16;
     using Slots = std::vector<Slot>;
 
-    uint64_t hash(std::string_view key) const;
-
     std::atomic<uint32_t> initial_ms_;
     std::atomic<uint32_t> max_ms_;
-    const uint64_t seed_;
     const size_t slots_;
     Sharded<Slots, kShards> shards_;
 };

@@ -2,18 +2,10 @@
 #include "upstream/inflight.h"
 
 #include <algorithm>
-#include "common/hash.h"
-#include "common/random.h"
 
 namespace nscache::upstream {
 
-size_t InflightTable::SeededHash::operator()(const std::string& key) const {
-    return seeded_hash(seed, reinterpret_cast<const uint8_t*>(key.data()), key.size());
-}
-
-InflightTable::InflightTable() : hash_{secure_random_u64()}, shards_(size_t{16}, hash_) {}
-
-JoinResult InflightTable::join(const std::string& key, const Waiter* waiter) {
+JoinResult InflightTable::join(const Question& key, const Waiter* waiter) {
     return shards_.with(shard_of(key), [&](Queries& queries) {
         auto [it, inserted] = queries.try_emplace(key);
         if (!inserted && waiter != nullptr && it->second.size() >= kMaxWaitersPerQuery) {
@@ -24,7 +16,7 @@ JoinResult InflightTable::join(const std::string& key, const Waiter* waiter) {
     });
 }
 
-std::vector<Waiter> InflightTable::finish(const std::string& key) {
+std::vector<Waiter> InflightTable::finish(const Question& key) {
     return shards_.with(shard_of(key), [&](Queries& queries) {
         auto it = queries.find(key);
         if (it == queries.end()) return std::vector<Waiter>{};
@@ -34,7 +26,7 @@ std::vector<Waiter> InflightTable::finish(const std::string& key) {
     });
 }
 
-void InflightTable::leave(const std::string& key, const Waiter& waiter) {
+void InflightTable::leave(const Question& key, const Waiter& waiter) {
     shards_.with(shard_of(key), [&](Queries& queries) {
         auto it = queries.find(key);
         if (it == queries.end()) return;
