@@ -8,6 +8,7 @@
 
 #include "dns/name.h"
 #include "dns/query.h"
+#include "upstream/miss_path.h"
 
 namespace nscache::hostdb {
 namespace {
@@ -191,14 +192,15 @@ void HostLookup::ask_part(LookupId id, size_t part) {
     Lookup& l = *lookups_.find(id);
     upstream::Question question = l.question;
     question.qtype = l.parts[part].qtype;
+    bool stale_available = false;
     if (!l.query.refresh) {
-        // As QueryPipeline::handle: a fresh hit answers (and may start a prefetch); a stale
-        // entry (kept only with serve-stale on) is what the part falls back on.
+        // The DNS pipeline's steps (upstream/miss_path.h), reading the cached records instead
+        // of a rendered message: a fresh hit answers (and may start a prefetch); a stale entry
+        // (kept only with serve-stale on) is what the part may fall back on.
         cache::CachedAnswer hit = shared_.cache.lookup_answer(question.cache_key(), loop_.now_ms());
         if (hit.freshness == cache::Freshness::Fresh) {
-            if (hit.prefetch && policy_.prefetch) {
+            if (upstream::on_hit(resolver_, question, hit.prefetch, policy_.prefetch)) {
                 bump(counters_.prefetches);
-                resolver_.refresh(question);
             }
             part_done(id, part,
                       host_answer_from_cache(hit.answer.view(), question.name.view(),
@@ -206,20 +208,17 @@ void HostLookup::ask_part(LookupId id, size_t part) {
                       true);
             return;
         }
-        l.parts[part].stale = hit.freshness == cache::Freshness::Stale;
-        // RFC 8767 §5: with every upstream down, or with serve-expired, stale data at once;
-        // the refresh goes on in the background.
-        if (l.parts[part].stale &&
-            (policy_.serve_expired || resolver_.all_upstreams_down(question))) {
-            resolver_.refresh(question);
-            if (serve_stale(id, part)) return;
-        }
+        stale_available = hit.freshness == cache::Freshness::Stale;
+        l.parts[part].stale = stale_available;
     }
-    // A question no upstream answered a moment ago (RFC 9520 §3.2): a failure at once, so the
-    // client's own NSS modules get their turn without a wait, and no prefetch asks again;
-    // serve-stale takes precedence.
-    if (resolver_.failing(question, nullptr)) {
-        if (lookups_.find(id)->parts[part].stale && serve_stale(id, part)) return;
+    // The failure cache (RFC 9520 §3.2) gives a failure at once, so the client's own NSS
+    // modules get their turn without a wait, and no prefetch asks again. No NXDOMAIN cut:
+    // glibc's answers stay what they were.
+    const upstream::MissDecision miss = upstream::decide_miss(
+        resolver_, question, stale_available, policy_.serve_expired,
+        [&] { return serve_stale(id, part); }, [] { return false; });
+    if (miss.kind == upstream::MissDecision::Kind::Answered) return;
+    if (miss.kind == upstream::MissDecision::Kind::Failing) {
         part_done(id, part, HostAnswer{}, false);
         return;
     }

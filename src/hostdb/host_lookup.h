@@ -9,9 +9,10 @@
 //
 // Answers from the cache are read from the cached records themselves (cache::Cache::
 // lookup_answer, host_answer_from_cache): no DNS message is rendered and parsed back. The
-// cache rules of the DNS pipeline (server/query_pipeline.h) apply to glibc alike: a popular
-// entry near expiry is prefetched; with serve-stale on (the cache keeps expired entries only
-// then) a stale entry answers when the upstreams fail, are all down, or the question is in the
+// cache rules of the DNS pipeline (upstream/miss_path.h, the steps QueryPipeline takes too)
+// apply to glibc alike, which is the one change in what glibc sees: a popular entry near
+// expiry is prefetched; with serve-stale on (the cache keeps expired entries only then) a
+// stale entry answers when the upstreams fail, are all down, or the question is in the
 // failure cache, or at once with serve-expired, with the stale TTL a DNS client gets
 // (cache::kStaleAnswerTtl). What is not applied to glibc: the stale-answer-timeout (a host
 // lookup waits for the upstream's outcome) and the NXDOMAIN cut.

@@ -6,6 +6,7 @@
 #include "dns/any_answer.h"
 #include "dns/ede.h"
 #include "dns/name.h"
+#include "upstream/miss_path.h"
 
 namespace nscache::server {
 namespace {
@@ -147,9 +148,8 @@ HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
     if (hit.freshness == Freshness::Fresh) {
         bump(counters_.cache_hits);
         if (hit.truncated) bump(counters_.answers_truncated);
-        if (hit.prefetch && settings_->config.prefetch) {
+        if (upstream::on_hit(forwarder_, question, hit.prefetch, settings_->config.prefetch)) {
             bump(counters_.prefetches);
-            forwarder_.refresh(question);
         }
         return {hit.length};
     }
@@ -184,54 +184,44 @@ QueryPipeline::MissCheck QueryPipeline::check_miss(const upstream::Question& que
                                                    const cache::CacheKey& key, const dns::Query& q,
                                                    uint64_t now, const cache::RenderLimits& limits,
                                                    bool stale_available, std::span<uint8_t> out) {
-    auto answered = [](size_t length) { return MissCheck{MissCheck::Kind::Answered, length, {}}; };
-    auto stale_answer = [&]() -> size_t {
+    size_t length = 0;  // what the callback answering the client rendered into `out`
+    auto serve_stale = [&] {
         const cache::LookupResult stale = shared_.cache.lookup(key, q, now, limits, out, true);
-        if (stale.length == 0) return 0;
+        if (stale.length == 0) return false;
         bump(counters_.stale_served);
         counters_.latency[static_cast<size_t>(AnswerSource::stale)].record(0);
-        return stale.length;
+        length = stale.length;
+        return true;
     };
-    if (stale_available &&
-        (settings_->config.serve_expired || forwarder_.all_upstreams_down(question))) {
-        // RFC 8767 §5: with every upstream down, answer from stale data at once. With
-        // serve-expired (opt-in, as unbound's option of that name) always: the client never
-        // waits for a refresh, which goes on in the background.
-        if (const size_t length = stale_answer()) {
-            forwarder_.refresh(question);
-            return answered(length);
-        }
-    }
-
     // RFC 8020: nothing exists below a name that does not exist. A cached NXDOMAIN for an
     // ancestor answers at once, so a flood of random names under it costs the upstream
     // nothing; only ancestors within the name's own forwarding rule speak for it.
-    size_t top = key.name.empty() ? 0 : key.name.size() - 1;
-    bool cut = true;
-    if (settings_->routing) {
-        // Routed here once: the Resolver (same Routing) reads this route instead of its own.
-        const upstream::Route& route = question.route_by(*settings_->routing);
-        cut = route.kind == upstream::RouteKind::Forward;
-        top = route.zone_offset;
-    }
-    if (cut) {
+    auto cut = [&] {
+        size_t top = key.name.empty() ? 0 : key.name.size() - 1;
+        if (settings_->routing) {
+            // Routed here once: the Resolver (same Routing) reads this route, not its own.
+            const upstream::Route& route = question.route_by(*settings_->routing);
+            if (route.kind != upstream::RouteKind::Forward) return false;
+            top = route.zone_offset;
+        }
         const cache::LookupResult below =
             shared_.cache.lookup_below_nxdomain(key, top, q, now, limits, out);
-        if (below.freshness == Freshness::Fresh) {
-            bump(counters_.nxdomain_cut);
-            if (below.truncated) bump(counters_.answers_truncated);
-            return answered(below.length);
-        }
-    }
-
-    // RFC 9520 §3.2: a question no upstream answered a moment ago is not asked again yet.
-    upstream::FailureReason reason;
-    if (forwarder_.failing(question, &reason)) {
-        bump(counters_.failure_cached);
-        if (stale_available) {  // serve-stale takes precedence
-            if (const size_t length = stale_answer()) return answered(length);
-        }
-        return MissCheck{MissCheck::Kind::Failing, 0, reason};
+        if (below.freshness != Freshness::Fresh) return false;
+        bump(counters_.nxdomain_cut);
+        if (below.truncated) bump(counters_.answers_truncated);
+        length = below.length;
+        return true;
+    };
+    const upstream::MissDecision d = upstream::decide_miss(
+        forwarder_, question, stale_available, settings_->config.serve_expired, serve_stale, cut);
+    if (d.failure_cached) bump(counters_.failure_cached);
+    switch (d.kind) {
+        case upstream::MissDecision::Kind::Answered:
+            return MissCheck{MissCheck::Kind::Answered, length, {}};
+        case upstream::MissDecision::Kind::Failing:
+            return MissCheck{MissCheck::Kind::Failing, 0, d.reason};
+        case upstream::MissDecision::Kind::Ask:
+            break;
     }
     return MissCheck{};
 }

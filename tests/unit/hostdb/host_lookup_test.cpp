@@ -330,5 +330,24 @@ TEST(HostLookup, ServeExpiredAnswersStaleAtOnceAndRefreshes) {
     EXPECT_EQ(fresh->ipv4[0][3], 8);
 }
 
+// RFC 9520 §3.2: a question that failed a moment ago fails at once, without an upstream query.
+TEST(HostLookup, FailureCacheAnswersTryAgainAtOnce) {
+    HostHarness h;
+    upstream::Question question;
+    dns::lower_name(dns::name_from_text("down.example.test")->view(), question.name);
+    question.qtype = dns::rtype::A;
+    question.qclass = dns::kClassIN;
+    question.hash_with(h.cache);
+    h.shared.failures.record(question.key_hash(), upstream::FailureReason::NoReachableAuthority,
+                             h.loop.now_ms());
+    std::optional<HostAnswer> a = h.lookup.start(by_name("down.example.test"), 1);
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->status, HostStatus::TryAgain);
+    EXPECT_EQ(a->ttl, 0u);
+    h.settle();
+    EXPECT_FALSE(h.fake.take_udp());
+    EXPECT_TRUE(h.sink.answers.empty());
+}
+
 }  // namespace
 }  // namespace nscache::hostdb
