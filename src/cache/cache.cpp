@@ -40,10 +40,6 @@ Cache::Cache(const CacheConfig& config)
 
 Cache::~Cache() = default;
 
-uint64_t Cache::hash_name(dns::Bytes lower_name) const {
-    return seeded_hash(seed_, lower_name.data(), lower_name.size());
-}
-
 // Shards take the hash's low bits; buckets within a shard take its high 32 bits.
 CacheShard& Cache::shard_for(uint64_t hash) const {
     return *shards_[hash & ((size_t{1} << shard_shift_) - 1)];

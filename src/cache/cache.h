@@ -24,6 +24,7 @@
 
 #include "cache/answer.h"
 #include "cache/render.h"
+#include "common/hash.h"
 #include "dns/query.h"
 #include "dns/wire.h"
 
@@ -145,7 +146,10 @@ class Cache {
     void snapshot_slice(size_t shard, size_t slice, uint64_t now_ms,
                         std::vector<EntrySnapshot>& out) const;
 
-    uint64_t hash_name(dns::Bytes lower_name) const;
+    // Inline: the hit path hashes each client query's name once, here.
+    uint64_t hash_name(dns::Bytes lower_name) const {
+        return seeded_hash(seed_, lower_name.data(), lower_name.size());
+    }
 
   private:
     CacheShard& shard_for(uint64_t hash) const;

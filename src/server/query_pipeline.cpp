@@ -23,7 +23,10 @@ constexpr uint16_t rc(Rcode r) {
 
 // The one question of a client query (upstream/question.h): lower-cased and hashed here,
 // once; the cache, coalescing, the failure cache and the upstream query read that hash.
-upstream::Question question_of(const dns::Query& q, const cache::Cache& cache) {
+// Inlined: it is on the hit path, once per query (an out-of-line call cost 18 instructions
+// a hit in bench/callgrind-hit).
+[[gnu::always_inline]] inline upstream::Question question_of(const dns::Query& q,
+                                                             const cache::Cache& cache) {
     upstream::Question question;
     dns::lower_name(q.qname, question.name);
     question.qtype = q.qtype;

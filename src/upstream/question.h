@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "cache/cache.h"
 #include "common/hash.h"
@@ -59,17 +60,25 @@ struct Question {
     // The route of the name under `routing`: computed on the first call for that Routing.
     const Route& route_by(const Routing& routing) const {
         if (routed_by_ != &routing) {
-            route_ = routing.route(name.view());
+            memo_.route = routing.route(name.view());
             routed_by_ = &routing;
         }
-        return route_;
+        return memo_.route;
     }
     // For a copy that outlives the Routing it was routed by (a waiting client's).
     void forget_route() { routed_by_ = nullptr; }
 
   private:
+    // Left unwritten until routed (routed_by_ says when it holds a route): a cache hit, which
+    // never routes, pays nothing for it.
+    union RouteMemo {
+        RouteMemo() {}
+        Route route;
+    };
+    static_assert(std::is_trivially_copyable_v<Route>);
+
     mutable const Routing* routed_by_ = nullptr;
-    mutable Route route_;
+    mutable RouteMemo memo_;
 };
 
 }  // namespace nscache::upstream
