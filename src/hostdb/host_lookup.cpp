@@ -76,7 +76,11 @@ HostLookup::HostLookup(uint32_t worker_index, EventLoop& loop, upstream::Resolve
       search_config_(options_.resolv_conf),
       lookups_(kMaxLookups) {}
 
-HostLookup::~HostLookup() = default;
+HostLookup::~HostLookup() {
+    lookups_.for_each([this](LookupId, Lookup& l) {
+        for (Part& p : l.parts) loop_.cancel_timer(p.stale_timer);
+    });
+}
 
 void HostLookup::open(std::function<void()> on_hosts_change) {
     hosts_.open(loop_, std::move(on_hosts_change));
@@ -122,7 +126,7 @@ void HostLookup::ask_next(LookupId id) {
     const uint32_t round = ++l.round;
     l.parts.clear();
     if (l.query.by_addr) {
-        l.parts.push_back(Part{dns::rtype::PTR, false, false, false, {}});
+        l.parts.push_back(Part(dns::rtype::PTR));
     } else {
         std::optional<std::string> name = l.plan->next();
         if (!name) {
@@ -156,10 +160,8 @@ void HostLookup::ask_next(LookupId id) {
         l.candidate = std::move(*name);
         dns::lower_name(wire->view(), l.question.name);
         l.question.hash_with(shared_.cache);  // once per candidate, for both parts
-        if (l.query.family != kAfInet6)
-            l.parts.push_back(Part{dns::rtype::A, false, false, false, {}});
-        if (l.query.family != kAfInet)
-            l.parts.push_back(Part{dns::rtype::AAAA, false, false, false, {}});
+        if (l.query.family != kAfInet6) l.parts.push_back(Part(dns::rtype::A));
+        if (l.query.family != kAfInet) l.parts.push_back(Part(dns::rtype::AAAA));
     }
     const size_t parts = l.parts.size();
     for (size_t i = 0; i < parts; ++i) {
@@ -225,7 +227,24 @@ void HostLookup::ask_part(LookupId id, size_t part) {
     // A prefetch takes the shared tier's value only when it is fresher than the cache's.
     if (!resolver_.resolve(question, cookie_of(id, part), l.query.refresh)) {
         part_done(id, part, HostAnswer{}, false);
+        return;
     }
+    if (stale_available) {
+        l.parts[part].stale_timer =
+            loop_.add_timer(loop_.now_ms() + policy_.stale_answer_timeout_ms,
+                            [this, id, part] { on_stale_timer(id, part); });
+    }
+}
+
+void HostLookup::on_stale_timer(LookupId id, size_t part) {
+    Lookup* l = lookups_.find(id);
+    if (l == nullptr || part >= l->parts.size() || l->parts[part].done) return;
+    l->parts[part].stale_timer = EventLoop::kNoTimer;
+    upstream::Question question = l->question;
+    question.qtype = l->parts[part].qtype;
+    // As QueryPipeline::on_stale_timer: the upstream query goes on and refreshes the cache;
+    // this part needs nothing more of it. Nothing stale any more: wait for the upstream.
+    if (serve_stale(id, part)) resolver_.leave(question, cookie_of(id, part));
 }
 
 void HostLookup::deliver(uint64_t cookie, const upstream::ResolveOutcome& outcome) {
@@ -253,6 +272,7 @@ void HostLookup::part_done(LookupId id, size_t part, HostAnswer answer, bool ans
     Lookup& l = *lookups_.find(id);
     Part& p = l.parts[part];
     p.done = true;
+    loop_.cancel_timer(p.stale_timer);
     p.answered = answered;
     p.answer = std::move(answer);
     for (const Part& other : l.parts) {

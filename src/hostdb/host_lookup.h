@@ -14,8 +14,9 @@
 // expiry is prefetched; with serve-stale on (the cache keeps expired entries only then) a
 // stale entry answers when the upstreams fail, are all down, or the question is in the
 // failure cache, or at once with serve-expired, with the stale TTL a DNS client gets
-// (cache::kStaleAnswerTtl). What is not applied to glibc: the stale-answer-timeout (a host
-// lookup waits for the upstream's outcome) and the NXDOMAIN cut.
+// (cache::kStaleAnswerTtl), or when the upstream has not answered within the
+// stale-answer-timeout (RFC 8767 §5's client response timer). What is not applied to glibc:
+// the NXDOMAIN cut (RFC 8020), which the DNS pipeline alone applies.
 //
 // Completion contract (the same as the DNS pipeline's): what is known at once (a numeric
 // name, /etc/hosts, cache hits, a stale answer served at once, a failure-cache hit) is
@@ -63,10 +64,12 @@ class HostSink {
     ~HostSink() = default;
 };
 
-// The cache rules a reload may change (config keys prefetch and serve-expired).
+// The cache rules a reload may change (config keys prefetch, serve-expired and
+// stale-answer-timeout), as the DNS pipeline reads them.
 struct HostCachePolicy {
     bool prefetch = true;
     bool serve_expired = false;
+    uint32_t stale_answer_timeout_ms = 1800;
 };
 
 struct HostLookupOptions {
@@ -109,6 +112,10 @@ class HostLookup final : public upstream::CompletionSink {
         bool answered = false;  // an upstream (or the cache) gave a DNS answer
         bool stale = false;     // the cache held a stale entry when it was asked
         HostAnswer answer;
+        // Serve-stale's client response timer while the upstream is asked (RFC 8767 §5).
+        EventLoop::TimerHandle stale_timer = EventLoop::kNoTimer;
+
+        explicit Part(uint16_t type) : qtype(type) {}
     };
     struct Lookup {
         HostQuery query;
@@ -136,6 +143,8 @@ class HostLookup final : public upstream::CompletionSink {
     std::optional<HostAnswer> from_cache(const Lookup& l, size_t part);
     // RFC 8767: answers part `part` from its stale entry; false when there is none any more.
     bool serve_stale(LookupId id, size_t part);
+    // The stale-answer-timeout passed with the upstream still silent: the stale entry now.
+    void on_stale_timer(LookupId id, size_t part);
     void candidate_done(LookupId id);
     void finish(LookupId id, HostAnswer answer);
 

@@ -132,7 +132,8 @@ void NscdServer::start() {
     thread_ = std::thread([this] {
         loop_.refresh_now();
         lookup_.apply(settings_->routing, settings_->resolver,
-                      {settings_->config.prefetch, settings_->config.serve_expired});
+                      {settings_->config.prefetch, settings_->config.serve_expired,
+                       settings_->config.stale_answer_timeout_ms});
         lookup_.open([this] { flush_map(); });
         const bool watching =
             netlink_.open(loop_, [this](uint32_t s) { map_.set_netlink_stamp(s); });
@@ -158,7 +159,8 @@ void NscdServer::stop() {
 void NscdServer::on_wake() {
     if (server::SettingsPtr next = mailbox_.take()) {
         lookup_.apply(next->routing, next->resolver,
-                      {next->config.prefetch, next->config.serve_expired});
+                      {next->config.prefetch, next->config.serve_expired,
+                       next->config.stale_answer_timeout_ms});
         settings_ = std::move(next);
     }
     lookup_.drain();

@@ -82,7 +82,8 @@ void NssServer::start() {
     thread_ = std::thread([this] {
         loop_.refresh_now();
         lookup_.apply(settings_->routing, settings_->resolver,
-                      {settings_->config.prefetch, settings_->config.serve_expired});
+                      {settings_->config.prefetch, settings_->config.serve_expired,
+                       settings_->config.stale_answer_timeout_ms});
         // The daemon answers /etc/hosts itself; an edit voids what the map holds.
         lookup_.open([this] { map_.invalidate_all(); });
         loop_.run([this] {
@@ -95,7 +96,8 @@ void NssServer::start() {
 void NssServer::adopt_posted_settings() {
     if (server::SettingsPtr next = mailbox_.take()) {
         lookup_.apply(next->routing, next->resolver,
-                      {next->config.prefetch, next->config.serve_expired});
+                      {next->config.prefetch, next->config.serve_expired,
+                       next->config.stale_answer_timeout_ms});
         settings_ = std::move(next);
     }
 }

@@ -349,5 +349,36 @@ TEST(HostLookup, FailureCacheAnswersTryAgainAtOnce) {
     EXPECT_TRUE(h.sink.answers.empty());
 }
 
+// RFC 8767 §5's client response timer: an upstream silent for the stale-answer-timeout, and
+// the stale entry answers; the upstream's later answer goes to the cache, not to the client.
+TEST(HostLookup, StaleEntryIsServedWhenTheUpstreamIsSlow) {
+    HostHarness h;
+    EXPECT_FALSE(h.lookup.start(by_name("slow.example.test"), 1));
+    auto q = h.next_query();
+    ASSERT_TRUE(q);
+    h.fake.reply_udp(*q, answer_to(q->msg, 0, 1, a_record(60, 5)));
+    ASSERT_TRUE(h.wait_for(1));
+
+    h.clock.advance_ms(61'000);
+    h.loop.run_once(0);
+    EXPECT_FALSE(h.lookup.start(by_name("slow.example.test"), 2));
+    q = h.next_query();
+    ASSERT_TRUE(q);
+    h.settle();
+    EXPECT_EQ(h.sink.answers.count(2), 0u);  // the timer has not run out yet
+    h.clock.advance_ms(HostCachePolicy{}.stale_answer_timeout_ms);
+    ASSERT_TRUE(h.wait_for(2));
+    ASSERT_EQ(h.sink.answers[2].size(), 1u);
+    EXPECT_TRUE(h.sink.answers[2][0].found());
+    EXPECT_EQ(h.sink.answers[2][0].ttl, cache::kStaleAnswerTtl);
+
+    h.fake.reply_udp(*q, answer_to(q->msg, 0, 1, a_record(60, 9)));
+    h.settle();
+    EXPECT_EQ(h.sink.answers[2].size(), 1u);  // exactly once
+    std::optional<HostAnswer> fresh = h.lookup.start(by_name("slow.example.test"), 3);
+    ASSERT_TRUE(fresh);
+    EXPECT_EQ(fresh->ipv4[0][3], 9);
+}
+
 }  // namespace
 }  // namespace nscache::hostdb
