@@ -40,10 +40,6 @@ Cache::Cache(const CacheConfig& config)
 
 Cache::~Cache() = default;
 
-uint64_t Cache::hash_name(dns::Bytes lower_name) const {
-    return seeded_hash(seed_, lower_name.data(), lower_name.size());
-}
-
 // Shards take the hash's low bits; buckets within a shard take its high 32 bits.
 CacheShard& Cache::shard_for(uint64_t hash) const {
     return *shards_[hash & ((size_t{1} << shard_shift_) - 1)];
@@ -52,8 +48,14 @@ CacheShard& Cache::shard_for(uint64_t hash) const {
 LookupResult Cache::lookup(const CacheKey& key, const dns::Query& query, uint64_t now_ms,
                            const RenderLimits& limits, std::span<uint8_t> out, bool allow_stale) {
     if (key.qtype == kNxdomainMarkerType) return {};  // the marker answers only names below
-    const uint64_t hash = hash_name(key.name);
+    const uint64_t hash = key.name_hash != 0 ? key.name_hash : hash_name(key.name);
     return shard_for(hash).lookup(key, hash, query, now_ms, limits, out, allow_stale);
+}
+
+CachedAnswer Cache::lookup_answer(const CacheKey& key, uint64_t now_ms) {
+    if (key.qtype == kNxdomainMarkerType) return {};
+    const uint64_t hash = key.name_hash != 0 ? key.name_hash : hash_name(key.name);
+    return shard_for(hash).lookup_answer(key, hash, now_ms);
 }
 
 void Cache::insert(const CacheKey& key, const PreparedAnswer& answer, uint64_t now_ms) {
@@ -68,12 +70,12 @@ void Cache::insert_at(const CacheKey& key, const PreparedAnswer& answer, uint64_
     // below, compression pointers into another question included). Markers are made only
     // here, from their NXDOMAIN; a dumped one is made again when its NXDOMAIN is loaded.
     if (key.qtype == kNxdomainMarkerType) return;
-    const uint64_t hash = hash_name(key.name);
+    const uint64_t hash = key.name_hash != 0 ? key.name_hash : hash_name(key.name);
     shard_for(hash).insert(key, hash, answer, born_ms, now_ms);
     if ((key.flags & kKeyDo) != 0) return;
     if (auto marker = nxdomain_marker(key.name, answer)) {
-        shard_for(hash).insert(CacheKey{key.name, kNxdomainMarkerType, key.qclass, key.flags}, hash,
-                               *marker, born_ms, now_ms);
+        shard_for(hash).insert(CacheKey{key.name, kNxdomainMarkerType, key.qclass, key.flags, hash},
+                               hash, *marker, born_ms, now_ms);
     }
 }
 

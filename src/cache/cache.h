@@ -24,6 +24,7 @@
 
 #include "cache/answer.h"
 #include "cache/render.h"
+#include "common/hash.h"
 #include "dns/query.h"
 #include "dns/wire.h"
 
@@ -37,6 +38,9 @@ struct CacheKey {
     uint16_t qtype = 0;
     uint16_t qclass = 0;
     uint8_t flags = 0;  // kKeyDo | kKeyCd
+    // hash_name(name) when the caller has it (upstream::Question computes it once per client
+    // query); 0: the cache computes it.
+    uint64_t name_hash = 0;
 };
 
 struct CacheConfig {
@@ -53,6 +57,15 @@ struct LookupResult {
     size_t length = 0;       // bytes rendered into `out` (Fresh or Stale)
     bool truncated = false;  // rendered as TC=1 because it did not fit
     bool prefetch = false;   // a popular entry in the last 10% of its TTL: refresh it now
+};
+
+// An entry copied out of the cache, for a reader that wants the records themselves (the host
+// lookup) rather than an answer rendered for a DNS client.
+struct CachedAnswer {
+    Freshness freshness = Freshness::Miss;
+    bool prefetch = false;  // as LookupResult::prefetch (and taken by this lookup the same way)
+    uint32_t age_s = 0;     // seconds since it was stored: what render_answer counts TTLs down by
+    PreparedAnswer answer;  // Fresh or Stale: the stored records, TTLs as stored; ttl unset
 };
 
 struct CacheCounters {
@@ -88,6 +101,11 @@ class Cache {
     // they report Freshness::Stale with length 0.
     LookupResult lookup(const CacheKey& key, const dns::Query& query, uint64_t now_ms,
                         const RenderLimits& limits, std::span<uint8_t> out, bool allow_stale);
+
+    // As lookup(), but copies the entry (fresh or stale alike) instead of rendering it: one
+    // copy under the shard's lock, nothing called out under it. The caller counts the TTLs
+    // down by age_s, or uses kStaleAnswerTtl for a stale entry, as render_answer does.
+    CachedAnswer lookup_answer(const CacheKey& key, uint64_t now_ms);
 
     // RFC 8020: a fresh cached NXDOMAIN for an ancestor of key.name (at label offsets up to
     // `top_offset` into it: where its forwarding rule's domain begins, so that no NXDOMAIN
@@ -128,7 +146,10 @@ class Cache {
     void snapshot_slice(size_t shard, size_t slice, uint64_t now_ms,
                         std::vector<EntrySnapshot>& out) const;
 
-    uint64_t hash_name(dns::Bytes lower_name) const;
+    // Inline: the hit path hashes each client query's name once, here.
+    uint64_t hash_name(dns::Bytes lower_name) const {
+        return seeded_hash(seed_, lower_name.data(), lower_name.size());
+    }
 
   private:
     CacheShard& shard_for(uint64_t hash) const;

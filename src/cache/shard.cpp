@@ -196,6 +196,47 @@ LookupResult CacheShard::lookup(const CacheKey& key, uint64_t hash, const dns::Q
     return result;
 }
 
+CachedAnswer CacheShard::lookup_answer(const CacheKey& key, uint64_t hash, uint64_t now_ms) {
+    CachedAnswer result;
+    const auto hash32 = static_cast<uint32_t>(hash >> 32);
+    MutexLock lock(mu_);
+    State* s = &state_;
+    Entry* e = s->buckets[hash32 & (bucket_count_ - 1)];
+    while (e != nullptr && !key_matches(e, hash32, key)) e = e->next;
+    if (e == nullptr) return result;
+
+    const uint64_t expires = e->expires_ms();
+    if (now_ms < expires) {
+        // The same freshness, age and prefetch rules as lookup().
+        result.freshness = Freshness::Fresh;
+        result.age_s = static_cast<uint32_t>((now_ms - e->born_ms) / 1000);
+        const uint64_t remaining = expires - now_ms;
+        if (e->visited && !e->prefetch_taken && remaining * 10 < uint64_t{e->ttl_s} * 1000) {
+            e->prefetch_taken = 1;
+            result.prefetch = true;
+        }
+        e->visited = 1;
+    } else if (is_dead(e, now_ms)) {
+        remove(e);
+        expirations_.fetch_add(1, std::memory_order_relaxed);
+        return result;
+    } else {
+        result.freshness = Freshness::Stale;
+    }
+    const AnswerView v = e->view();
+    PreparedAnswer& a = result.answer;
+    a.kind = e->kind();
+    a.rcode = v.rcode;
+    a.ad = v.ad;
+    a.ancount = v.ancount;
+    a.nscount = v.nscount;
+    a.arcount = v.arcount;
+    a.records.assign(v.records.begin(), v.records.end());
+    a.ttl_offsets.assign(v.ttl_offsets.begin(), v.ttl_offsets.end());
+    a.ede.assign(v.ede.begin(), v.ede.end());
+    return result;
+}
+
 void CacheShard::insert(const CacheKey& key, uint64_t hash, const PreparedAnswer& answer,
                         uint64_t born_ms, uint64_t now_ms) {
     const auto hash32 = static_cast<uint32_t>(hash >> 32);

@@ -15,6 +15,11 @@ uint64_t id_of(uint64_t cookie) {
     return (cookie >> 32) << 32 | (cookie & 0xFFFFFFFFu) >> 1;
 }
 
+// The cache rules host lookups follow, the same as the DNS pipeline's under these settings.
+hostdb::HostCachePolicy cache_policy(const server::Settings& s) {
+    return {s.config.prefetch, s.config.serve_expired, s.config.stale_answer_timeout_ms};
+}
+
 }  // namespace
 
 HostFront::HostFront(upstream::ResolverShared& resolver, WorkerCounters& counters,
@@ -55,7 +60,7 @@ void HostFront::host_done(uint64_t cookie, const hostdb::HostAnswer& answer) {
 
 void HostFront::begin() {
     loop_.refresh_now();
-    lookup_.apply(settings_->routing, settings_->resolver);
+    lookup_.apply(settings_->routing, settings_->resolver, cache_policy(*settings_));
     // The daemon answers /etc/hosts itself: one read per change, told to every protocol.
     lookup_.open([this] {
         for (size_t i = 0; i < protocol_count_; ++i) protocols_[i]->hosts_changed();
@@ -66,7 +71,7 @@ void HostFront::begin() {
 void HostFront::on_wake() {
     server::SettingsPtr next;
     if (mailbox_.take_latest(next)) {
-        lookup_.apply(next->routing, next->resolver);
+        lookup_.apply(next->routing, next->resolver, cache_policy(*next));
         settings_ = std::move(next);
     }
     lookup_.drain();

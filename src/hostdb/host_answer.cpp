@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 
+#include "cache/render.h"
 #include "dns/name.h"
 #include "dns/record.h"
 
@@ -19,20 +20,26 @@ std::string text_without_dot(dns::Bytes wire_name) {
     return t;
 }
 
-}  // namespace
+// What the cache does to a stored TTL when it serves it (cache/render.h): counted down by the
+// entry's age, or the short stale TTL (RFC 8767 §4). A DNS message's TTLs are read as sent.
+struct TtlClock {
+    uint32_t age_s = 0;
+    bool stale = false;
+    uint32_t operator()(uint32_t stored) const {
+        if (stale) return cache::kStaleAnswerTtl;
+        return stored > age_s ? stored - age_s : 0;
+    }
+};
 
-HostAnswer host_answer_from_dns(dns::Bytes msg, dns::Bytes qname, uint16_t qtype) {
+// The records of an answer to (qname, qtype): `counts` answer and authority records from
+// `offset` in `msg`, whose compression pointers may point anywhere before them.
+HostAnswer read_records(dns::Bytes msg, size_t offset, uint8_t rcode, uint16_t ancount,
+                        uint16_t nscount, dns::Bytes qname, uint16_t qtype, TtlClock clock) {
     HostAnswer r;
-    if (msg.size() < dns::kHeaderSize) return r;
-    const dns::Header h = dns::read_header(msg);
-    auto question = dns::skip_name(msg, dns::kHeaderSize);
-    if (h.qdcount != 1 || !question) return r;
-    const uint8_t rcode = h.rcode();
     if (rcode != static_cast<uint8_t>(dns::Rcode::NoError) &&
         rcode != static_cast<uint8_t>(dns::Rcode::NxDomain)) {
         return r;  // TryAgain
     }
-
     struct Rr {
         dns::NameBuffer owner;
         dns::RecordView view;
@@ -40,20 +47,20 @@ HostAnswer host_answer_from_dns(dns::Bytes msg, dns::Bytes qname, uint16_t qtype
     std::vector<Rr> answers;
     uint32_t negative_ttl = 0;
     bool have_soa = false;
-    size_t offset = question->end + 4;
-    const size_t counts = size_t{h.ancount} + h.nscount;
+    const size_t counts = size_t{ancount} + nscount;
     for (size_t i = 0; i < counts; ++i) {
         auto rr = dns::read_record(msg, offset);
         if (!rr) return r;
         offset = rr->end;
-        if (i < h.ancount) {
+        if (i < ancount) {
             Rr item;
             if (!dns::read_name_lower(msg, rr->owner_offset, item.owner)) return r;
             item.view = *rr;
+            item.view.ttl = clock(rr->ttl);
             answers.push_back(item);
         } else if (rr->type == dns::rtype::SOA && !have_soa) {
             have_soa = true;
-            negative_ttl = rr->ttl;  // the cache already made it min(SOA TTL, MINIMUM)
+            negative_ttl = clock(rr->ttl);  // the cache already made it min(SOA TTL, MINIMUM)
         }
     }
 
@@ -118,6 +125,29 @@ HostAnswer host_answer_from_dns(dns::Bytes msg, dns::Bytes qname, uint16_t qtype
     }
     r.ttl = ttl == UINT32_MAX ? 0 : ttl;
     return r;
+}
+
+}  // namespace
+
+HostAnswer host_answer_from_dns(dns::Bytes msg, dns::Bytes qname, uint16_t qtype) {
+    if (msg.size() < dns::kHeaderSize) return {};
+    const dns::Header h = dns::read_header(msg);
+    auto question = dns::skip_name(msg, dns::kHeaderSize);
+    if (h.qdcount != 1 || !question) return {};
+    return read_records(msg, question->end + 4, h.rcode(), h.ancount, h.nscount, qname, qtype, {});
+}
+
+HostAnswer host_answer_from_cache(const cache::AnswerView& answer, dns::Bytes qname, uint16_t qtype,
+                                  uint32_t age_s, bool stale) {
+    // The records' compression pointers count from the start of the message they came in
+    // (the question's name at offset 12), so they are read behind a stand-in for the header
+    // and the question: one copy of the records, no header, flags, OPT or TTLs written.
+    std::vector<uint8_t> msg(dns::kHeaderSize + qname.size() + 4 + answer.records.size());
+    std::memcpy(msg.data() + dns::kHeaderSize, qname.data(), qname.size());
+    std::memcpy(msg.data() + dns::kHeaderSize + qname.size() + 4, answer.records.data(),
+                answer.records.size());
+    return read_records(dns::Bytes(msg), dns::kHeaderSize + qname.size() + 4, answer.rcode,
+                        answer.ancount, answer.nscount, qname, qtype, TtlClock{age_s, stale});
 }
 
 HostAnswer combine_answers(const HostAnswer& a, const HostAnswer& aaaa) {

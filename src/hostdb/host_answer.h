@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/answer.h"
 #include "dns/wire.h"
 
 namespace nscache::hostdb {
@@ -40,6 +41,13 @@ struct HostAnswer {
 // addresses; PTR collects names (the first becomes canonical, as glibc's dns module keeps
 // only that one; the others become aliases). A failed or missing answer is TryAgain.
 HostAnswer host_answer_from_dns(dns::Bytes answer, dns::Bytes qname, uint16_t qtype);
+
+// The same reading of an answer as the cache holds it (a cached entry's records, or an
+// upstream's PreparedAnswer), without a DNS message rendered for it: TTLs counted down by
+// `age_s`, or every TTL cache::kStaleAnswerTtl for a `stale` entry, exactly as the answer a
+// DNS client gets from the same entry would carry them (cache/render.h).
+HostAnswer host_answer_from_cache(const cache::AnswerView& answer, dns::Bytes qname, uint16_t qtype,
+                                  uint32_t age_s, bool stale);
 
 // AF_UNSPEC asks A and AAAA (glibc's dns module does the same): found if either has
 // addresses (the names come from the A answer when it has addresses), NotFound if either

@@ -6,42 +6,18 @@
 #include <algorithm>
 #include <cstring>
 
-#include "cache/render.h"
 #include "dns/name.h"
 #include "dns/query.h"
+#include "upstream/miss_path.h"
 
 namespace nscache::hostdb {
 namespace {
 
 constexpr int kAfInet = 2;
 constexpr int kAfInet6 = 10;
-constexpr size_t kMaxAnswer = 65535;
 // Lookups in flight on one thread; past this a lookup answers TryAgain at once (the client
 // falls back to its own NSS modules).
 constexpr size_t kMaxLookups = 16384;
-
-// A DNS query made up for the cache's renderer: no EDNS, RD set, ID 0.
-struct SyntheticQuery {
-    uint8_t question[dns::kMaxNameLength + 4];
-    size_t length = 0;
-
-    SyntheticQuery(dns::Bytes name, uint16_t qtype) {
-        std::memcpy(question, name.data(), name.size());
-        dns::write_u16(question + name.size(), qtype);
-        dns::write_u16(question + name.size() + 2, dns::kClassIN);
-        length = name.size() + 4;
-    }
-    dns::Query query() const {
-        dns::Query q;
-        q.header.flags = dns::flag::RD;
-        q.header.qdcount = 1;
-        q.question = dns::Bytes(question, length);
-        q.qname = dns::Bytes(question, length - 4);
-        q.qtype = dns::read_u16(question + length - 4);
-        q.qclass = dns::kClassIN;
-        return q;
-    }
-};
 
 // A resolver cookie: the lookup's id with the part (0 or 1) in the low bit of its slot index.
 uint64_t cookie_of(uint64_t id, size_t part) {
@@ -92,15 +68,19 @@ HostLookup::HostLookup(uint32_t worker_index, EventLoop& loop, upstream::Resolve
     : loop_(loop),
       shared_(resolver),
       sink_(sink),
+      counters_(counters),
       options_(std::move(options)),
       queue_(loop),
       resolver_(worker_index, loop, resolver, *this, counters, std::move(routing)),
       hosts_(options_.hosts),
       search_config_(options_.resolv_conf),
-      lookups_(kMaxLookups),
-      scratch_(kMaxAnswer) {}
+      lookups_(kMaxLookups) {}
 
-HostLookup::~HostLookup() = default;
+HostLookup::~HostLookup() {
+    lookups_.for_each([this](LookupId, Lookup& l) {
+        for (Part& p : l.parts) loop_.cancel_timer(p.stale_timer);
+    });
+}
 
 void HostLookup::open(std::function<void()> on_hosts_change) {
     hosts_.open(loop_, std::move(on_hosts_change));
@@ -123,6 +103,7 @@ std::optional<HostAnswer> HostLookup::start(const HostQuery& query, uint64_t coo
         const std::vector<uint8_t> reverse = reverse_name(query.family, query.address.data());
         std::memcpy(l->question.name.bytes, reverse.data(), reverse.size());
         l->question.name.length = static_cast<uint8_t>(reverse.size());
+        l->question.hash_with(shared_.cache);
     } else if (query.search && !query.refresh) {
         l->plan.emplace(search_config_.get(loop_.now_ms()), query.name);
     } else {
@@ -145,7 +126,7 @@ void HostLookup::ask_next(LookupId id) {
     const uint32_t round = ++l.round;
     l.parts.clear();
     if (l.query.by_addr) {
-        l.parts.push_back(Part{dns::rtype::PTR, false, false, {}});
+        l.parts.push_back(Part(dns::rtype::PTR));
     } else {
         std::optional<std::string> name = l.plan->next();
         if (!name) {
@@ -178,8 +159,9 @@ void HostLookup::ask_next(LookupId id) {
         }
         l.candidate = std::move(*name);
         dns::lower_name(wire->view(), l.question.name);
-        if (l.query.family != kAfInet6) l.parts.push_back(Part{dns::rtype::A, false, false, {}});
-        if (l.query.family != kAfInet) l.parts.push_back(Part{dns::rtype::AAAA, false, false, {}});
+        l.question.hash_with(shared_.cache);  // once per candidate, for both parts
+        if (l.query.family != kAfInet6) l.parts.push_back(Part(dns::rtype::A));
+        if (l.query.family != kAfInet) l.parts.push_back(Part(dns::rtype::AAAA));
     }
     const size_t parts = l.parts.size();
     for (size_t i = 0; i < parts; ++i) {
@@ -190,31 +172,79 @@ void HostLookup::ask_next(LookupId id) {
     }
 }
 
+std::optional<HostAnswer> HostLookup::from_cache(const Lookup& l, size_t part) {
+    upstream::Question question = l.question;
+    question.qtype = l.parts[part].qtype;
+    const cache::CachedAnswer hit =
+        shared_.cache.lookup_answer(question.cache_key(), loop_.now_ms());
+    if (hit.freshness == cache::Freshness::Miss) return std::nullopt;
+    return host_answer_from_cache(hit.answer.view(), question.name.view(), question.qtype,
+                                  hit.age_s, hit.freshness == cache::Freshness::Stale);
+}
+
+bool HostLookup::serve_stale(LookupId id, size_t part) {
+    std::optional<HostAnswer> stale = from_cache(*lookups_.find(id), part);
+    if (!stale) return false;
+    bump(counters_.stale_served);
+    part_done(id, part, std::move(*stale), true);
+    return true;
+}
+
 void HostLookup::ask_part(LookupId id, size_t part) {
     Lookup& l = *lookups_.find(id);
     upstream::Question question = l.question;
     question.qtype = l.parts[part].qtype;
+    bool stale_available = false;
     if (!l.query.refresh) {
-        const SyntheticQuery synthetic(question.name.view(), question.qtype);
-        const dns::Query q = synthetic.query();
-        const cache::RenderLimits limits{kMaxAnswer, 1232};
-        const auto hit =
-            shared_.cache.lookup(question.cache_key(), q, loop_.now_ms(), limits, scratch_, false);
+        // The DNS pipeline's steps (upstream/miss_path.h), reading the cached records instead
+        // of a rendered message: a fresh hit answers (and may start a prefetch); a stale entry
+        // (kept only with serve-stale on) is what the part may fall back on.
+        cache::CachedAnswer hit = shared_.cache.lookup_answer(question.cache_key(), loop_.now_ms());
         if (hit.freshness == cache::Freshness::Fresh) {
-            part_done(id, part, std::span<const uint8_t>(scratch_.data(), hit.length), true);
+            if (upstream::on_hit(resolver_, question, hit.prefetch, policy_.prefetch)) {
+                bump(counters_.prefetches);
+            }
+            part_done(id, part,
+                      host_answer_from_cache(hit.answer.view(), question.name.view(),
+                                             question.qtype, hit.age_s, false),
+                      true);
             return;
         }
+        stale_available = hit.freshness == cache::Freshness::Stale;
+        l.parts[part].stale = stale_available;
     }
-    // A question no upstream answered a moment ago (RFC 9520 §3.2): a failure at once, so the
-    // client's own NSS modules get their turn without a wait, and no prefetch asks again.
-    if (resolver_.failing(question, nullptr)) {
-        part_done(id, part, {}, false);
+    // The failure cache (RFC 9520 §3.2) gives a failure at once, so the client's own NSS
+    // modules get their turn without a wait, and no prefetch asks again. No NXDOMAIN cut:
+    // glibc's answers stay what they were.
+    const upstream::MissDecision miss = upstream::decide_miss(
+        resolver_, question, stale_available, policy_.serve_expired,
+        [&] { return serve_stale(id, part); }, [] { return false; });
+    if (miss.kind == upstream::MissDecision::Kind::Answered) return;
+    if (miss.kind == upstream::MissDecision::Kind::Failing) {
+        part_done(id, part, HostAnswer{}, false);
         return;
     }
     // A prefetch takes the shared tier's value only when it is fresher than the cache's.
     if (!resolver_.resolve(question, cookie_of(id, part), l.query.refresh)) {
-        part_done(id, part, {}, false);
+        part_done(id, part, HostAnswer{}, false);
+        return;
     }
+    if (stale_available) {
+        l.parts[part].stale_timer =
+            loop_.add_timer(loop_.now_ms() + policy_.stale_answer_timeout_ms,
+                            [this, id, part] { on_stale_timer(id, part); });
+    }
+}
+
+void HostLookup::on_stale_timer(LookupId id, size_t part) {
+    Lookup* l = lookups_.find(id);
+    if (l == nullptr || part >= l->parts.size() || l->parts[part].done) return;
+    l->parts[part].stale_timer = EventLoop::kNoTimer;
+    upstream::Question question = l->question;
+    question.qtype = l->parts[part].qtype;
+    // As QueryPipeline::on_stale_timer: the upstream query goes on and refreshes the cache;
+    // this part needs nothing more of it. Nothing stale any more: wait for the upstream.
+    if (serve_stale(id, part)) resolver_.leave(question, cookie_of(id, part));
 }
 
 void HostLookup::deliver(uint64_t cookie, const upstream::ResolveOutcome& outcome) {
@@ -222,26 +252,29 @@ void HostLookup::deliver(uint64_t cookie, const upstream::ResolveOutcome& outcom
     const size_t part = cookie & 1;
     Lookup* l = lookups_.find(id);
     if (l == nullptr || part >= l->parts.size() || l->parts[part].done) return;
-    size_t length = 0;
-    if (outcome.answer) {
-        upstream::Question question = l->question;
-        const SyntheticQuery synthetic(question.name.view(), l->parts[part].qtype);
-        bool truncated = false;
-        length = cache::render_answer(outcome.answer->view(), synthetic.query(), 0, false,
-                                      cache::RenderLimits{kMaxAnswer, 1232}, scratch_, &truncated);
+    const auto& answer = outcome.answer;
+    const bool usable = answer && (answer->rcode == static_cast<uint8_t>(dns::Rcode::NoError) ||
+                                   answer->rcode == static_cast<uint8_t>(dns::Rcode::NxDomain));
+    if (usable) {
+        part_done(id, part,
+                  host_answer_from_cache(answer->view(), l->question.name.view(),
+                                         l->parts[part].qtype, 0, false),
+                  true);
+        return;
     }
-    part_done(id, part, std::span<const uint8_t>(scratch_.data(), length),
-              outcome.answer != nullptr);
+    // As QueryPipeline::deliver: no usable answer, and serve-stale on (a stale entry was
+    // kept): the stale entry, if it is still there.
+    if (l->parts[part].stale && serve_stale(id, part)) return;
+    part_done(id, part, HostAnswer{}, answer != nullptr);
 }
 
-void HostLookup::part_done(LookupId id, size_t part, std::span<const uint8_t> answer,
-                           bool answered) {
+void HostLookup::part_done(LookupId id, size_t part, HostAnswer answer, bool answered) {
     Lookup& l = *lookups_.find(id);
     Part& p = l.parts[part];
     p.done = true;
-    p.answered = answered && !answer.empty();
-    p.answer = host_answer_from_dns(dns::Bytes(answer.data(), answer.size()),
-                                    l.question.name.view(), p.qtype);
+    loop_.cancel_timer(p.stale_timer);
+    p.answered = answered;
+    p.answer = std::move(answer);
     for (const Part& other : l.parts) {
         if (!other.done) return;
     }

@@ -6,6 +6,23 @@
 // glibc's dns module asks them. Both fronts (the NSS module's socket and the nscd socket) use
 // it. Everything here runs on the owning thread's event loop; deliveries from other workers
 // come through completion_queue().
+//
+// Answers from the cache are read from the cached records themselves (cache::Cache::
+// lookup_answer, host_answer_from_cache): no DNS message is rendered and parsed back. The
+// cache rules of the DNS pipeline (upstream/miss_path.h, the steps QueryPipeline takes too)
+// apply to glibc alike, which is the one change in what glibc sees: a popular entry near
+// expiry is prefetched; with serve-stale on (the cache keeps expired entries only then) a
+// stale entry answers when the upstreams fail, are all down, or the question is in the
+// failure cache, or at once with serve-expired, with the stale TTL a DNS client gets
+// (cache::kStaleAnswerTtl), or when the upstream has not answered within the
+// stale-answer-timeout (RFC 8767 §5's client response timer). What is not applied to glibc:
+// the NXDOMAIN cut (RFC 8020), which the DNS pipeline alone applies.
+//
+// Completion contract (the same as the DNS pipeline's): what is known at once (a numeric
+// name, /etc/hosts, cache hits, a stale answer served at once, a failure-cache hit) is
+// start()'s return value; anything that waits for an upstream is delivered later, exactly
+// once, through HostSink::host_done from the loop, never from inside start() (the Resolver
+// never delivers from inside resolve(): upstream/forwarder.h).
 #pragma once
 
 #include <array>
@@ -47,6 +64,14 @@ class HostSink {
     ~HostSink() = default;
 };
 
+// The cache rules a reload may change (config keys prefetch, serve-expired and
+// stale-answer-timeout), as the DNS pipeline reads them.
+struct HostCachePolicy {
+    bool prefetch = true;
+    bool serve_expired = false;
+    uint32_t stale_answer_timeout_ms = 1800;
+};
+
 struct HostLookupOptions {
     HostsFile::Paths hosts;
     std::string resolv_conf = "/etc/resolv.conf";
@@ -67,8 +92,9 @@ class HostLookup final : public upstream::CompletionSink {
     // On the loop's thread: lookups started from now on go by `routing` and `options` (a
     // reload); those under way finish as they began.
     void apply(std::shared_ptr<const upstream::Routing> routing,
-               const upstream::ResolverOptions& options) {
+               const upstream::ResolverOptions& options, HostCachePolicy policy = {}) {
         resolver_.apply(std::move(routing), options);
+        policy_ = policy;
     }
     // Drains the completion queue: pass as the loop's on_wake.
     void drain() { queue_.drain(*this); }
@@ -84,7 +110,12 @@ class HostLookup final : public upstream::CompletionSink {
         uint16_t qtype = 0;
         bool done = false;
         bool answered = false;  // an upstream (or the cache) gave a DNS answer
+        bool stale = false;     // the cache held a stale entry when it was asked
         HostAnswer answer;
+        // Serve-stale's client response timer while the upstream is asked (RFC 8767 §5).
+        EventLoop::TimerHandle stale_timer = EventLoop::kNoTimer;
+
+        explicit Part(uint16_t type) : qtype(type) {}
     };
     struct Lookup {
         HostQuery query;
@@ -107,20 +138,27 @@ class HostLookup final : public upstream::CompletionSink {
     // Asks the next candidate, or finishes the lookup when the search is over.
     void ask_next(LookupId id);
     void ask_part(LookupId id, size_t part);
-    void part_done(LookupId id, size_t part, std::span<const uint8_t> answer, bool answered);
+    void part_done(LookupId id, size_t part, HostAnswer answer, bool answered);
+    // The cache's entry for part `part`, fresh or stale (serve-stale); nullopt when none.
+    std::optional<HostAnswer> from_cache(const Lookup& l, size_t part);
+    // RFC 8767: answers part `part` from its stale entry; false when there is none any more.
+    bool serve_stale(LookupId id, size_t part);
+    // The stale-answer-timeout passed with the upstream still silent: the stale entry now.
+    void on_stale_timer(LookupId id, size_t part);
     void candidate_done(LookupId id);
     void finish(LookupId id, HostAnswer answer);
 
     EventLoop& loop_;
     upstream::ResolverShared& shared_;
     HostSink& sink_;
+    WorkerCounters& counters_;
     HostLookupOptions options_;
+    HostCachePolicy policy_;
     upstream::CompletionQueue queue_;
     upstream::Resolver resolver_;
     HostsFile hosts_;
     SearchConfigSource search_config_;
     SlotTable<Lookup> lookups_;
-    std::vector<uint8_t> scratch_;
 };
 
 }  // namespace nscache::hostdb

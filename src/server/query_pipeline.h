@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // What a worker does with each client query, whatever the transport: parse, check access,
 // answer from the cache, or hand the miss to the resolver and answer when it delivers.
-// Serve-stale and prefetch decisions live here too. One per worker, used from its thread.
+// The prefetch, serve-stale and failure-cache decisions are upstream/miss_path.h's, which the
+// host lookup behind glibc takes alike; this adds the DNS-only parts (rendering for the
+// client, the NXDOMAIN cut, the stale-answer timer). One per worker, used from its thread.
 // Never re-entered by the forwarder: resolve() does not deliver from inside the call.
 #pragma once
 

@@ -7,17 +7,16 @@
 //
 // A fixed table, direct-mapped by a seeded hash of the question: O(1) per call and bounded
 // memory whatever the number of names. Two questions on one slot evict each other (at worst
-// one more upstream round). Thread-safe: 16 shards, each behind its own mutex, held for one
-// slot update.
+// one more upstream round). Thread-safe: 16 shards (Sharded<T, N>: each behind its own mutex
+// on its own cache line), a shard's lock held for one slot update.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
 #include <vector>
 
-#include "common/mutex.h"
+#include "common/sharded.h"
 
 namespace nscache::upstream {
 
@@ -37,12 +36,14 @@ class FailureCache {
   public:
     explicit FailureCache(FailurePolicy policy, size_t slots = 1 << 16);
 
-    // Records that `key` (Question::key()) failed at `now_ms`; returns how long it stays failed.
-    uint32_t record(std::string_view key, FailureReason reason, uint64_t now_ms);
-    // Why `key` failed, if it failed recently enough to be answered SERVFAIL now.
-    bool failing(std::string_view key, uint64_t now_ms, FailureReason* reason) const;
+    // `key_hash`: the question's Question::key_hash() (seeded with the cache's secret, so
+    // clients cannot aim names at one slot), never recomputed here.
+    // Records that the question failed at `now_ms`; returns how long it stays failed.
+    uint32_t record(uint64_t key_hash, FailureReason reason, uint64_t now_ms);
+    // Why the question failed, if it failed recently enough to be answered SERVFAIL now.
+    bool failing(uint64_t key_hash, uint64_t now_ms, FailureReason* reason) const;
     // An answer came: the next failure starts the backoff afresh.
-    void clear(std::string_view key);
+    void clear(uint64_t key_hash);
     void clear_all();
     // A reload's new times; records made before keep theirs.
     void set_policy(FailurePolicy policy) {
@@ -57,19 +58,13 @@ class FailureCache {
         uint32_t backoff_ms = 0;
         FailureReason reason = FailureReason::NoReachableAuthority;
     };
-    struct Shard {
-        mutable Mutex mu;
-        std::vector<Slot> slots NSCACHE_GUARDED_BY(mu);
-    };
     static constexpr size_t kShards = 16;
-
-    uint64_t hash(std::string_view key) const;
+    using Slots = std::vector<Slot>;
 
     std::atomic<uint32_t> initial_ms_;
     std::atomic<uint32_t> max_ms_;
-    const uint64_t seed_;
     const size_t slots_;
-    Shard shards_[kShards];
+    Sharded<Slots, kShards> shards_;
 };
 
 }  // namespace nscache::upstream

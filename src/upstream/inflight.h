@@ -1,16 +1,19 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Coalescing: identical questions in flight share one upstream query. The first asker (the
-// leader) sends it; later askers are added as waiters and all get the one answer.
-// Thread-safe: sharded by key, one mutex per shard, held only to add or take waiters.
+// leader) sends it; later askers are added as waiters and all get the one answer. Keyed by the
+// Question itself: its key_hash() (from the name's hash, computed once per client query)
+// picks the shard and the bucket, so no key string is built and no name hashed here.
+// Thread-safe: sharded by key (Sharded<T, N>: 16 shards, each behind its own mutex on its own
+// cache line), a shard's lock held only to add or take waiters.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <unordered_map>
 #include <vector>
 
-#include "common/mutex.h"
+#include "common/sharded.h"
+#include "upstream/question.h"
 
 namespace nscache::upstream {
 
@@ -24,35 +27,35 @@ enum class JoinResult { Leader, Joined, Full };
 
 class InflightTable {
   public:
-    InflightTable();
+    InflightTable() : shards_(size_t{16}) {}
 
     // Bounds memory under a flood of one name: waiters past this are turned away (Full).
     static constexpr size_t kMaxWaitersPerQuery = 1024;
 
-    // Adds `waiter` under `key`. Leader: nothing was in flight, the caller must send the query
-    // and later call finish(). A refresh (prefetch) passes no waiter.
-    JoinResult join(const std::string& key, const Waiter* waiter);
-    // Removes the key and hands back its waiters.
-    std::vector<Waiter> finish(const std::string& key);
+    // Every call takes a question whose name_hash is set (the Resolver sees to it).
+    // Adds `waiter` under `question`. Leader: nothing was in flight, the caller must send the
+    // query and later call finish(). A refresh (prefetch) passes no waiter.
+    JoinResult join(const Question& question, const Waiter* waiter);
+    // Removes the question and hands back its waiters.
+    std::vector<Waiter> finish(const Question& question);
     // Removes one waiter (its client was answered some other way, e.g. from a stale entry).
-    void leave(const std::string& key, const Waiter& waiter);
+    void leave(const Question& question, const Waiter& waiter);
 
   private:
     static constexpr size_t kShards = 16;
-    // Keys are client-chosen names: hashed with a secret seed (no chain flooding).
-    struct SeededHash {
-        uint64_t seed;
-        size_t operator()(const std::string& key) const;
+    // Keys are client-chosen names: their hash is the cache's, seeded with a secret (no chain
+    // flooding).
+    struct KeyHash {
+        size_t operator()(const Question& q) const { return q.key_hash(); }
     };
-    struct Shard {
-        Mutex mu;
-        std::unordered_map<std::string, std::vector<Waiter>, SeededHash> queries
-            NSCACHE_GUARDED_BY(mu);
+    struct SameKey {
+        bool operator()(const Question& a, const Question& b) const { return a.same_key(b); }
     };
-    Shard& shard_for(const std::string& key);
+    using Queries = std::unordered_map<Question, std::vector<Waiter>, KeyHash, SameKey>;
+    // The shard: the hash's top 4 bits (the map's buckets take its low bits).
+    static uint64_t shard_of(const Question& q) { return q.key_hash() >> 60; }
 
-    const SeededHash hash_;
-    Shard shards_[kShards];
+    Sharded<Queries, kShards> shards_;
 };
 
 }  // namespace nscache::upstream

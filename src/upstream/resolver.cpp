@@ -5,7 +5,6 @@
 
 #include "upstream/local_answer.h"
 #include "upstream/probe.h"
-#include "upstream/upstream_query.h"
 
 namespace nscache::upstream {
 namespace {
@@ -23,6 +22,7 @@ Resolver::Resolver(uint32_t worker, EventLoop& loop, ResolverShared& shared, Com
       counters_(counters),
       routing_(std::move(routing)),
       options_(shared.options),
+      query_options_(query_options_of(shared.options)),
       udp_pool_(loop, counters, shared.options.udp_pool),
       streams_(
           loop, counters, shared.tls,
@@ -44,6 +44,7 @@ Resolver::Resolver(uint32_t worker, EventLoop& loop, ResolverShared& shared, Com
 void Resolver::apply(std::shared_ptr<const Routing> routing, const ResolverOptions& options) {
     routing_ = std::move(routing);
     options_ = options;
+    query_options_ = query_options_of(options);
     std::vector<const UpstreamServer*> servers;
     for (const ForwardRule& rule : routing_->rules()) {
         for (size_t i = 0; i < rule.upstreams->size(); ++i)
@@ -69,8 +70,20 @@ void Resolver::rebuild_probes() {
     }
 }
 
+QueryOptions Resolver::query_options_of(const ResolverOptions& options) {
+    return QueryOptions{options.query_timeout_ms, options.tls_auth, options.upstream_cookies,
+                        options.edns_buffer_size, options.ttl};
+}
+
+const Question& Resolver::hashed(const Question& question, Question& copy) const {
+    if (question.name_hash != 0) return question;
+    copy = question;
+    copy.hash_with(shared_.cache);
+    return copy;
+}
+
 bool Resolver::all_upstreams_down(const Question& question) const {
-    const Route route = routing_->route(question.name.view());
+    const Route& route = question.route_by(*routing_);
     return route.kind == RouteKind::Forward && route.rule->upstreams->all_down();
 }
 
@@ -101,62 +114,65 @@ void Resolver::schedule_probes() {
     });
 }
 
-bool Resolver::resolve(const Question& question, uint64_t cookie, bool refresh) {
-    const Route route = routing_->route(question.name.view());  // once per miss
+bool Resolver::resolve(const Question& asked, uint64_t cookie, bool refresh) {
+    Question copy;
+    const Question& question = hashed(asked, copy);
+    const Route& route = question.route_by(*routing_);  // once per miss
     if (answer_locally(question, route, cookie)) return true;
     const ForwardRule& rule =
         route.kind == RouteKind::Forward ? *route.rule : routing_->rules().front();
-    std::string key = question.key();
     const Waiter waiter{worker_, cookie};
-    switch (shared_.inflight.join(key, &waiter)) {
+    switch (shared_.inflight.join(question, &waiter)) {
         case JoinResult::Full:
             return false;
         case JoinResult::Joined:
             bump(counters_.coalesced);
             return true;
         case JoinResult::Leader:
-            if ((rule.cache && ask_shared(question, key, refresh, rule)) ||
-                start(question, key, rule)) {
+            if ((rule.cache && ask_shared(question, refresh, rule)) || start(question, rule)) {
                 return true;
             }
-            fail_waiters(key, &waiter);
+            fail_waiters(question, &waiter);
             return false;
     }
     return false;
 }
 
 bool Resolver::resolve_local(const Question& question, uint64_t cookie) {
-    return answer_locally(question, routing_->route(question.name.view()), cookie);
+    return answer_locally(question, question.route_by(*routing_), cookie);
 }
 
-void Resolver::refresh(const Question& question) {
-    std::string key = question.key();
-    const Route route = routing_->route(question.name.view());
+void Resolver::refresh(const Question& asked) {
+    Question copy;
+    const Question& question = hashed(asked, copy);
+    const Route& route = question.route_by(*routing_);
     if (route.kind != RouteKind::Forward || question.qclass == kClassChaos) return;
     // RFC 9520 §3.2 holds for background refreshes too (serve-stale, prefetch).
-    if (shared_.failures.failing(key, loop_.now_ms(), nullptr)) return;
-    if (shared_.inflight.join(key, nullptr) == JoinResult::Leader &&
-        !(route.rule->cache && ask_shared(question, key, true, *route.rule)) &&
-        !start(question, key, *route.rule)) {
-        fail_waiters(key, nullptr);
+    if (shared_.failures.failing(question.key_hash(), loop_.now_ms(), nullptr)) return;
+    if (shared_.inflight.join(question, nullptr) == JoinResult::Leader &&
+        !(route.rule->cache && ask_shared(question, true, *route.rule)) &&
+        !start(question, *route.rule)) {
+        fail_waiters(question, nullptr);
     }
 }
 
-bool Resolver::failing(const Question& question, FailureReason* reason) {
-    return shared_.failures.failing(question.key(), loop_.now_ms(), reason);
+bool Resolver::failing(const Question& asked, FailureReason* reason) {
+    Question copy;
+    return shared_.failures.failing(hashed(asked, copy).key_hash(), loop_.now_ms(), reason);
 }
 
-void Resolver::leave(const Question& question, uint64_t cookie) {
-    shared_.inflight.leave(question.key(), Waiter{worker_, cookie});
+void Resolver::leave(const Question& asked, uint64_t cookie) {
+    Question copy;
+    shared_.inflight.leave(hashed(asked, copy), Waiter{worker_, cookie});
 }
 
-bool Resolver::start(const Question& question, std::string key, const ForwardRule& rule) {
+bool Resolver::start(const Question& question, const ForwardRule& rule) {
     if (queries_.size() >= options_.max_outstanding) {
         bump(counters_.overload_servfail);
         return false;
     }
-    auto query = std::make_unique<UpstreamQuery>(*this, loop_, *rule.upstreams, counters_, question,
-                                                 std::move(key));
+    auto query =
+        std::make_unique<UpstreamQuery>(*this, loop_, *rule.upstreams, counters_, question);
     // The query keeps the routing its set belongs to alive across a reload.
     query->keep_alive(routing_, rule.cache, shared_view(rule));
     UpstreamQuery* raw = query.get();
@@ -165,10 +181,10 @@ bool Resolver::start(const Question& question, std::string key, const ForwardRul
     return true;
 }
 
-void Resolver::fail_waiters(const std::string& key, const Waiter* except) {
+void Resolver::fail_waiters(const Question& question, const Waiter* except) {
     // Others may have joined between our join and now (from other workers, or none at all).
     const ResolveOutcome failed{nullptr, FailureReason::Overloaded};
-    for (const Waiter& w : shared_.inflight.finish(key)) {
+    for (const Waiter& w : shared_.inflight.finish(question)) {
         if (except != nullptr && w.worker == except->worker && w.cookie == except->cookie) continue;
         shared_.queues[w.worker]->push(w.cookie, failed);
     }
@@ -178,13 +194,11 @@ std::string_view Resolver::shared_view(const ForwardRule& rule) {
     return rule.shared_view;
 }
 
-bool Resolver::ask_shared(const Question& question, const std::string& key, bool refresh,
-                          const ForwardRule& rule) {
+bool Resolver::ask_shared(const Question& question, bool refresh, const ForwardRule& rule) {
     if (!tier_) return false;
     SlotTable<SharedLookup>::Id id;
     SharedLookup* lookup = shared_lookups_.add(id);
     lookup->question = question;
-    lookup->key = key;
     lookup->routing = routing_;
     if (tier_->lookup(question.cache_key(), id, refresh, shared_view(rule))) return true;
     shared_lookups_.remove(id);
@@ -196,7 +210,6 @@ void Resolver::shared_lookup_done(uint64_t token,
     SharedLookup* lookup = shared_lookups_.find(token);
     if (lookup == nullptr) return;
     const Question question = lookup->question;
-    const std::string key = std::move(lookup->key);
     const std::shared_ptr<const Routing> lookup_routing = std::move(lookup->routing);
     const bool current = in_force(lookup_routing.get());
     shared_lookups_.remove(token);
@@ -206,15 +219,16 @@ void Resolver::shared_lookup_done(uint64_t token,
         // resolve() would choose (another class than IN goes to the default rule).
         // A reload that made the name local meanwhile: answered from local data, as
         // resolve() would now.
-        const Route route = routing_->route(question.name.view());
+        const Route& route = question.route_by(*routing_);  // computed again only after a reload
         if (route.kind != RouteKind::Forward && question.qclass == dns::kClassIN) {
-            deliver_all(key, ResolveOutcome{std::make_shared<const cache::PreparedAnswer>(
-                                 local_answer(*routing_, route, question, options_.local_ttl_s))});
+            deliver_all(question,
+                        ResolveOutcome{std::make_shared<const cache::PreparedAnswer>(
+                            local_answer(*routing_, route, question, options_.local_ttl_s))});
             return;
         }
         const ForwardRule& rule =
             route.kind == RouteKind::Forward ? *route.rule : routing_->rules().front();
-        if (!start(question, key, rule)) fail_waiters(key, nullptr);
+        if (!start(question, rule)) fail_waiters(question, nullptr);
         return;
     }
     // Another host's answer, checked and counted down by the tier: cached and delivered like
@@ -223,9 +237,9 @@ void Resolver::shared_lookup_done(uint64_t token,
     if (current) {
         shared_.cache.insert(question.cache_key(), *answer, loop_.now_ms());
         forget_if_moved(question, lookup_routing.get());
-        shared_.failures.clear(key);
+        shared_.failures.clear(question.key_hash());
     }
-    deliver_all(key, ResolveOutcome{std::move(answer), FailureReason::NoReachableAuthority});
+    deliver_all(question, ResolveOutcome{std::move(answer), FailureReason::NoReachableAuthority});
 }
 
 void Resolver::finished(UpstreamQuery* query, std::shared_ptr<const cache::PreparedAnswer> answer) {
@@ -247,14 +261,16 @@ void Resolver::finished(UpstreamQuery* query, std::shared_ptr<const cache::Prepa
     } else if (!answer) {
         // RFC 9520 §3.2: remember that no upstream answered, so the next queries for it are
         // answered at once instead of waiting out another round.
-        shared_.failures.record(query->key(), reason, loop_.now_ms());
-        if (!in_force(query->set_owner())) shared_.failures.clear(query->key());  // as above
+        shared_.failures.record(query->question().key_hash(), reason, loop_.now_ms());
+        if (!in_force(query->set_owner())) {
+            shared_.failures.clear(query->question().key_hash());  // as above
+        }
     } else if (answer->rcode <= static_cast<uint8_t>(dns::Rcode::NxDomain)) {
-        shared_.failures.clear(query->key());
+        shared_.failures.clear(query->question().key_hash());
     }
-    const std::string key = query->key();
+    const Question question = query->question();
     queries_.erase(query);  // destroys the query; nothing of it is used below
-    deliver_all(key, ResolveOutcome{std::move(answer), reason});
+    deliver_all(question, ResolveOutcome{std::move(answer), reason});
 }
 
 void Resolver::forget_if_moved(const Question& question, const void* routing) {
@@ -267,8 +283,8 @@ bool Resolver::in_force(const void* routing) const {
     return routing == (current != nullptr ? current : routing_.get());
 }
 
-void Resolver::deliver_all(const std::string& key, const ResolveOutcome& outcome) {
-    const std::vector<Waiter> waiters = shared_.inflight.finish(key);
+void Resolver::deliver_all(const Question& question, const ResolveOutcome& outcome) {
+    const std::vector<Waiter> waiters = shared_.inflight.finish(question);
     for (const Waiter& w : waiters) {
         if (w.worker == worker_) {
             sink_.deliver(w.cookie, outcome);

@@ -29,6 +29,7 @@
 #include "upstream/stream_connection.h"
 #include "upstream/tls_client.h"
 #include "upstream/udp_socket_pool.h"
+#include "upstream/upstream_query.h"
 #include "upstream/upstream_set.h"
 
 namespace nscache::upstream {
@@ -72,7 +73,11 @@ struct ResolverShared {
 class UpstreamQuery;
 class UpstreamProbe;
 
-class Resolver final : public Forwarder, public sharedcache::LookupSink {
+// Questions come in with their name_hash set (QueryPipeline, HostLookup) or not (tests,
+// callers that build one by hand): the Resolver hashes those once, on entry. Each entry point
+// routes a question once (Question::route_by), and a route the caller already computed under
+// the same Routing is not computed again.
+class Resolver final : public Forwarder, public sharedcache::LookupSink, public QueryOwner {
   public:
     Resolver(uint32_t worker, EventLoop& loop, ResolverShared& shared, CompletionSink& sink,
              WorkerCounters& counters, std::shared_ptr<const Routing> routing);
@@ -98,13 +103,14 @@ class Resolver final : public Forwarder, public sharedcache::LookupSink {
     const ResolverOptions& options() const { return options_; }
     size_t outstanding() const { return queries_.size(); }
 
-    // The worker's upstream sockets, for its UpstreamQuerys.
-    UdpSocketPool& udp_pool() { return udp_pool_; }
-    CookieJar& cookies() { return cookies_; }
-    StreamPool& streams() { return streams_; }
-
+    // QueryOwner: the worker's upstream sockets and options, for its UpstreamQuerys.
+    const QueryOptions& query_options() const override { return query_options_; }
+    UdpSocketPool& udp_pool() override { return udp_pool_; }
+    CookieJar& cookies() override { return cookies_; }
+    StreamPool& streams() override { return streams_; }
     // Called by an UpstreamQuery when it is done; destroys it.
-    void finished(UpstreamQuery* query, std::shared_ptr<const cache::PreparedAnswer> answer);
+    void finished(UpstreamQuery* query,
+                  std::shared_ptr<const cache::PreparedAnswer> answer) override;
 
     // sharedcache::LookupSink: the shared tier's answer to a miss (null: go upstream).
     void shared_lookup_done(uint64_t token,
@@ -114,9 +120,12 @@ class Resolver final : public Forwarder, public sharedcache::LookupSink {
     // A leader's question while the shared tier is asked.
     struct SharedLookup {
         Question question;
-        std::string key;
         std::shared_ptr<const Routing> routing;  // the one in force when it was asked
     };
+
+    // `question` with its name_hash set: itself, or `copy` hashed (once per entry point).
+    const Question& hashed(const Question& question, Question& copy) const;
+    static QueryOptions query_options_of(const ResolverOptions& options);
 
     // Whether what was resolved under `routing` may be cached (see routing_in_force).
     bool in_force(const void* routing) const;
@@ -126,21 +135,20 @@ class Resolver final : public Forwarder, public sharedcache::LookupSink {
     // Asks the shared tier first (a local miss costs one Redis round trip before going
     // upstream, and saves the upstream query on a hit); false when there is no tier or it
     // cannot be asked now. Only for questions whose forwarding rule caches.
-    bool ask_shared(const Question& question, const std::string& key, bool refresh,
-                    const ForwardRule& rule);
+    bool ask_shared(const Question& question, bool refresh, const ForwardRule& rule);
     // The rule's part of a shared-tier key (ForwardRule::shared_view).
     static std::string_view shared_view(const ForwardRule& rule);
     // Sends the query upstream; false (nothing started) over max_outstanding.
-    bool start(const Question& question, std::string key, const ForwardRule& rule);
+    bool start(const Question& question, const ForwardRule& rule);
     // A question nscache answers itself (local names, local zones, CHAOS): delivered through
     // this worker's queue, never from inside resolve().
     bool answer_locally(const Question& question, const Route& route, uint64_t cookie);
     void rebuild_probes();
     // Ends a question that could not be started: every waiter other than `except` (which the
     // caller answers itself) gets a failure through its worker's queue, never synchronously.
-    void fail_waiters(const std::string& key, const Waiter* except);
-    // Hands `outcome` to every waiter of `key`: this worker's directly, others' by queue.
-    void deliver_all(const std::string& key, const ResolveOutcome& outcome);
+    void fail_waiters(const Question& question, const Waiter* except);
+    // Hands `outcome` to every waiter of `question`: this worker's directly, others' by queue.
+    void deliver_all(const Question& question, const ResolveOutcome& outcome);
     void schedule_probes();
 
     const uint32_t worker_;
@@ -150,6 +158,7 @@ class Resolver final : public Forwarder, public sharedcache::LookupSink {
     WorkerCounters& counters_;
     std::shared_ptr<const Routing> routing_;
     ResolverOptions options_;
+    QueryOptions query_options_;  // options_'s part that UpstreamQuery reads
     // Before queries_: queries hand their sockets back, and leave their connections, when
     // they are destroyed.
     UdpSocketPool udp_pool_;

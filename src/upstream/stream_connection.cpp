@@ -13,6 +13,7 @@
 #include <ctime>
 #include <utility>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/random.h"
 
@@ -36,12 +37,6 @@ constexpr uint64_t kMaxBackoffMs = 5000;
 // Reads per readiness event before other sockets get a turn.
 constexpr int kMaxReadsPerEvent = 32;
 constexpr size_t kReadBuffer = 2 + 65535;
-
-uint64_t monotonic_us() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
-}
 
 }  // namespace
 

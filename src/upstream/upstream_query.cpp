@@ -9,9 +9,9 @@
 #include <cstring>
 #include <ctime>
 
+#include "common/clock.h"
 #include "common/random.h"
 #include "dns/response.h"
-#include "upstream/resolver.h"
 
 namespace nscache::upstream {
 namespace {
@@ -24,12 +24,6 @@ constexpr uint64_t kMaxAttemptWaitMs = 1500;
 constexpr uint16_t kBadCookie = 23;
 // Datagrams read per readiness event before returning to the loop.
 constexpr int kMaxReadsPerEvent = 16;
-
-uint64_t monotonic_us() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
-}
 
 bool same_endpoint(const sockaddr_storage& from, socklen_t from_len, const SocketAddress& want) {
     return SocketAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&from), from_len) == want;
@@ -46,14 +40,9 @@ thread_local dns::ScannedResponse tls_scan;
 
 }  // namespace
 
-UpstreamQuery::UpstreamQuery(Resolver& owner, EventLoop& loop, UpstreamSet& upstreams,
-                             WorkerCounters& counters, const Question& question, std::string key)
-    : owner_(owner),
-      loop_(loop),
-      upstreams_(upstreams),
-      counters_(counters),
-      question_(question),
-      key_(std::move(key)) {}
+UpstreamQuery::UpstreamQuery(QueryOwner& owner, EventLoop& loop, UpstreamSet& upstreams,
+                             WorkerCounters& counters, const Question& question)
+    : owner_(owner), loop_(loop), upstreams_(upstreams), counters_(counters), question_(question) {}
 
 UpstreamQuery::~UpstreamQuery() {
     loop_.cancel_timer(timer_);
@@ -62,7 +51,7 @@ UpstreamQuery::~UpstreamQuery() {
 }
 
 void UpstreamQuery::start() {
-    deadline_ms_ = loop_.now_ms() + owner_.options().query_timeout_ms;
+    deadline_ms_ = loop_.now_ms() + owner_.query_options().query_timeout_ms;
     upstreams_.counters().questions.fetch_add(1, std::memory_order_relaxed);
     next_attempt();
 }
@@ -143,7 +132,7 @@ void UpstreamQuery::send_attempt(int upstream) {
         // Strict: TLS or nothing. Opportunistic: cleartext while TLS cannot be had.
         const bool cleartext =
             tls == nullptr ||
-            (owner_.options().tls_auth == TlsAuth::Opportunistic && tls->backing_off());
+            (owner_.query_options().tls_auth == TlsAuth::Opportunistic && tls->backing_off());
         if (!cleartext) {
             if (!send_stream(upstream, *tls, true)) {
                 bump(counters_.upstream_errors);
@@ -151,7 +140,7 @@ void UpstreamQuery::send_attempt(int upstream) {
             }
             return;
         }
-        if (tls == nullptr || owner_.options().tls_auth == TlsAuth::Strict) {
+        if (tls == nullptr || owner_.query_options().tls_auth == TlsAuth::Strict) {
             arm_timer(0);
             return;
         }
@@ -192,14 +181,14 @@ bool UpstreamQuery::send_udp(int upstream, UdpAttempt& attempt) {
     attempt.id = secure_random_u16();
     CookieOption cookie;  // none: `upstream-cookies = false` (BIND's send-cookie)
     const bool retry_without_cookie = formerr_retried_ && upstream == formerr_retry_upstream_;
-    if (owner_.options().upstream_cookies && !retry_without_cookie) {
+    if (owner_.query_options().upstream_cookies && !retry_without_cookie) {
         cookie = owner_.cookies().option_for(to, loop_.now_ms());
     }
     attempt.cookie_sent = cookie.size > 0;
     std::copy_n(cookie.bytes.begin(), kClientCookieSize, attempt.cookie.bytes.begin());
     uint8_t wire[dns::kMaxUpstreamQuery];
     const size_t n = dns::write_upstream_query(
-        question_.wire(), attempt.id, owner_.options().edns_buffer_size, wire, cookie.view());
+        question_.wire(), attempt.id, owner_.query_options().edns_buffer_size, wire, cookie.view());
     // An unconnected socket: we see (and count) datagrams from any source instead of the
     // kernel hiding them, and a forgery from anywhere retires the socket.
     const ssize_t sent = sendto(attempt.socket->fd(), wire, n, 0, to.sa(), to.length);
@@ -426,7 +415,7 @@ void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, StreamConnection* st
         tls_scan.extended_rcode != static_cast<uint16_t>(dns::Rcode::FormErr)) {
         owner_.cookies().refuses_cookies(from.udp_address(), loop_.now_ms());
     }
-    auto prepared = cache::prepare_answer(msg, tls_scan, owner_.options().ttl);
+    auto prepared = cache::prepare_answer(msg, tls_scan, owner_.query_options().ttl);
     if (!prepared) {
         bump(counters_.upstream_errors);
         from.errors.fetch_add(1, std::memory_order_relaxed);

@@ -35,7 +35,34 @@
 
 namespace nscache::upstream {
 
-class Resolver;
+class UpstreamQuery;
+
+// The Resolver's options an UpstreamQuery reads (as they are now: a reload's apply changes
+// them for the queries in flight too).
+struct QueryOptions {
+    uint32_t query_timeout_ms = 2000;
+    TlsAuth tls_auth = TlsAuth::Strict;
+    bool upstream_cookies = true;
+    uint16_t edns_buffer_size = 1232;
+    cache::TtlPolicy ttl;
+};
+
+// What an UpstreamQuery needs of the worker that owns it (the Resolver): its sockets, its
+// options, and to be told when the query is done. An interface, so that this file and
+// resolver.h do not include each other.
+class QueryOwner {
+  public:
+    virtual const QueryOptions& query_options() const = 0;
+    virtual UdpSocketPool& udp_pool() = 0;
+    virtual CookieJar& cookies() = 0;
+    virtual StreamPool& streams() = 0;
+    // The query is done; destroys it.
+    virtual void finished(UpstreamQuery* query,
+                          std::shared_ptr<const cache::PreparedAnswer> answer) = 0;
+
+  protected:
+    ~QueryOwner() = default;
+};
 
 class UpstreamQuery final : public StreamConnection::Waiter {
   public:
@@ -43,8 +70,9 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     static constexpr uint8_t kMaxTriesPerServer = 3;
 
     // `upstreams` are the servers this question goes to (the set its forwarding rule names).
-    UpstreamQuery(Resolver& owner, EventLoop& loop, UpstreamSet& upstreams,
-                  WorkerCounters& counters, const Question& question, std::string key);
+    // `question` has its name_hash set: the cache insert and the failure cache read it.
+    UpstreamQuery(QueryOwner& owner, EventLoop& loop, UpstreamSet& upstreams,
+                  WorkerCounters& counters, const Question& question);
     ~UpstreamQuery();
 
     void start();
@@ -69,7 +97,6 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     FailureReason failure_reason() const {
         return sent_any_ ? FailureReason::NoReachableAuthority : FailureReason::NetworkError;
     }
-    const std::string& key() const { return key_; }
 
   private:
     // One UDP send and the pool socket it holds until answered or given up.
@@ -116,12 +143,11 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     // Ends the query; `this` is destroyed when it returns.
     void finish(std::shared_ptr<const cache::PreparedAnswer> answer, int answered_by);
 
-    Resolver& owner_;
+    QueryOwner& owner_;
     EventLoop& loop_;
     UpstreamSet& upstreams_;
     WorkerCounters& counters_;
     const Question question_;
-    const std::string key_;
 
     // Bit i: upstream i has had its kMaxTriesPerServer UDP queries.
     uint64_t unresponsive_mask() const;

@@ -380,5 +380,36 @@ TEST_F(CacheTest, ServFailDoesNotReplaceAnAnswer) {
     EXPECT_EQ(dns::read_header(dns::Bytes(out_.data(), r.length)).rcode(), 0);
 }
 
+// lookup_answer: the entry's records copied out, with the freshness, age and prefetch rule a
+// rendering lookup would give; a precomputed name hash finds the same entry.
+TEST_F(CacheTest, LookupAnswerCopiesTheEntryWithItsAgeAndFreshness) {
+    Cache cache(CacheConfig{.budget_bytes = 1 << 20, .stale_ttl_s = 600});
+    store(cache, "www.example.test", 100, kStart);
+    ClientQuery q("www.example.test", dns::rtype::A);
+    CacheKey key = key_for(q);
+    EXPECT_EQ(
+        cache.lookup_answer(CacheKey{q.lower.view(), dns::rtype::AAAA, 1, 0}, kStart).freshness,
+        Freshness::Miss);
+
+    CachedAnswer a = cache.lookup_answer(key, kStart + 5'500);
+    ASSERT_EQ(a.freshness, Freshness::Fresh);
+    EXPECT_EQ(a.age_s, 5u);
+    EXPECT_EQ(a.answer.ancount, 1);
+    auto prepared = prepare(positive_answer("www.example.test", {100}), TtlPolicy{});
+    EXPECT_EQ(a.answer.records, prepared->records);
+    EXPECT_FALSE(a.prefetch);
+
+    key.name_hash = cache.hash_name(key.name);
+    a = cache.lookup_answer(key, kStart + 95'000);  // visited before, in its last 10%
+    EXPECT_EQ(a.freshness, Freshness::Fresh);
+    EXPECT_TRUE(a.prefetch);
+    EXPECT_FALSE(cache.lookup_answer(key, kStart + 96'000).prefetch);  // taken once
+
+    a = cache.lookup_answer(key, kStart + 101'000);
+    EXPECT_EQ(a.freshness, Freshness::Stale);
+    EXPECT_EQ(a.answer.records, prepared->records);
+    EXPECT_EQ(cache.lookup_answer(key, kStart + 701'000).freshness, Freshness::Miss);
+}
+
 }  // namespace
 }  // namespace nscache::cache

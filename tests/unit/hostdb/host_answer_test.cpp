@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include "cache/render.h"
 #include "dns/name.h"
+#include "dns/query.h"
+#include "dns/response.h"
 #include "wire_builder.h"
 
 namespace nscache::hostdb {
@@ -90,6 +93,63 @@ TEST(ReverseName, Ipv4AndIpv6) {
     const std::string text = dns::name_to_text(reverse_name(10, v6));
     EXPECT_EQ(text.substr(0, 4), "1.0.");
     EXPECT_EQ(text.substr(text.size() - 25), "8.b.d.0.1.0.0.2.ip6.arpa.");
+}
+
+// Reading the cached records directly gives what reading the message the cache renders from
+// them gave (the host lookup used to render and parse back): names through compression
+// pointers into the question, the CNAME chain, TTLs counted down by age or made stale.
+TEST(HostAnswer, FromCacheIsWhatTheRenderedMessageSays) {
+    WireBuilder cname;
+    cname.header(7, dns::flag::QR | dns::flag::RA, 1, 2)
+        .question("Alias.example.test", dns::rtype::A);
+    cname.name_then_pointer("", 12).rr_fixed(dns::rtype::CNAME, 60, 6);
+    cname.name_then_pointer("www", 12 + 6);  // www.example.test, compressed into the question
+    cname.name_then_pointer("www", 12 + 6).rr_fixed(dns::rtype::A, 300, 4).raw({192, 0, 2, 4});
+
+    WireBuilder negative;
+    negative.header(7, dns::flag::QR | 3, 1, 0, 1).question("nx.example.test", dns::rtype::A);
+    negative.name_then_pointer("", 12 + 3).rr_fixed(dns::rtype::SOA, 45, 0);
+    const size_t rdlen_at = negative.size() - 2;
+    const size_t start = negative.size();
+    negative.name("ns.example.test").name("admin.example.test").u32(1).u32(2).u32(3).u32(4).u32(60);
+    dns::write_u16(&negative.bytes[rdlen_at], static_cast<uint16_t>(negative.size() - start));
+
+    const std::pair<const WireBuilder*, const char*> cases[] = {{&cname, "Alias.example.test"},
+                                                                {&negative, "nx.example.test"}};
+    for (const auto& [msg, name] : cases) {
+        dns::ScannedResponse scan;
+        ASSERT_TRUE(dns::scan_response(msg->view(), scan));
+        const auto prepared = cache::prepare_answer(msg->view(), scan, cache::TtlPolicy{});
+        ASSERT_TRUE(prepared);
+        WireBuilder asked;
+        asked.header(7, dns::flag::RD, 1).question(name, dns::rtype::A);
+        const dns::ParsedQuery client = dns::parse_query(asked.view());
+        ASSERT_EQ(client.verdict, dns::QueryVerdict::Ok);
+        dns::NameBuffer lower;
+        dns::lower_name(client.query.qname, lower);
+        for (const uint32_t age : {0u, 10u, 400u}) {
+            for (const bool stale : {false, true}) {
+                std::vector<uint8_t> out(65535);
+                bool truncated = false;
+                dns::Query q = client.query;
+                q.header.flags = dns::flag::RD;
+                const size_t n =
+                    cache::render_answer(prepared->view(), q, age, stale,
+                                         cache::RenderLimits{65535, 1232}, out, &truncated);
+                const HostAnswer rendered =
+                    host_answer_from_dns(dns::Bytes(out.data(), n), lower.view(), dns::rtype::A);
+                const HostAnswer direct = host_answer_from_cache(prepared->view(), lower.view(),
+                                                                 dns::rtype::A, age, stale);
+                EXPECT_EQ(rendered.status,
+                          msg == &cname ? HostStatus::Found : HostStatus::NotFound);
+                EXPECT_EQ(direct.status, rendered.status);
+                EXPECT_EQ(direct.ttl, rendered.ttl) << "age " << age << " stale " << stale;
+                EXPECT_EQ(direct.canonical, rendered.canonical);
+                EXPECT_EQ(direct.aliases, rendered.aliases);
+                EXPECT_EQ(direct.ipv4, rendered.ipv4);
+            }
+        }
+    }
 }
 
 }  // namespace
