@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The TOML side of the configuration (toml++). Every key maps to one setter; each setter
-// checks its value and says what it expected, and the caller adds FILE:LINE.
+// checks its value and says what it expected, and the caller adds FILE:LINE (or, for a flag
+// of `nscache serve`, which comes through set_config_key, the flag's name).
 #include <toml++/toml.h>
 
 #include <cstdint>
@@ -378,6 +379,18 @@ const std::map<std::string, Setter, std::less<>>& setters() {
     return table;
 }
 
+// Decimal digits only, as a TOML integer would be written (no sign: no setter takes one).
+bool whole_number(const std::string& text, int64_t& out) {
+    if (text.empty() || text.size() > 18) return false;
+    int64_t n = 0;
+    for (char ch : text) {
+        if (ch < '0' || ch > '9') return false;
+        n = n * 10 + (ch - '0');
+    }
+    out = n;
+    return true;
+}
+
 std::string where(const std::string& path, const toml::source_region& source) {
     return path + ":" + std::to_string(source.begin.line) + ": ";
 }
@@ -601,6 +614,28 @@ std::optional<ConfigError> load_config_text(std::string_view text, const std::st
         return parse_error(source, e);
     }
     return apply_table(source, root, config);
+}
+
+Result<void> set_config_key(Config& config, std::string_view key, TextAs as,
+                            const std::vector<std::string>& texts) {
+    const auto& table = setters();
+    auto it = table.find(key);
+    if (it == table.end()) return Error{"unknown option '" + std::string(key) + "'"};
+    std::optional<std::string> error;
+    if (as == TextAs::List) {
+        toml::array list;
+        for (const std::string& text : texts) list.push_back(text);
+        error = it->second(list, config);
+    } else if (texts.size() != 1) {
+        error = "expected one value";
+    } else if (int64_t n = 0; as == TextAs::Integer && whole_number(texts[0], n)) {
+        error = it->second(toml::value<int64_t>(n), config);
+    } else {
+        // Not a number: the setter says what it expected, as for a string in the file.
+        error = it->second(toml::value<std::string>(texts[0]), config);
+    }
+    if (error) return Error{*error};
+    return {};
 }
 
 }  // namespace nscache

@@ -56,7 +56,8 @@ bool string_key(const std::vector<uint8_t>& key, std::string& out) {
 }  // namespace
 
 NscdServer::NscdServer(upstream::ResolverShared& resolver, WorkerCounters& counters,
-                       uint32_t worker_index, NscdOptions options, server::SettingsPtr settings)
+                       uint32_t worker_index, NscdOptions options,
+                       upstream::ForwardingSettingsPtr settings)
     : counters_(counters),
       options_(std::move(options)),
       settings_(std::move(settings)),
@@ -155,7 +156,7 @@ void NscdServer::stop() {
 }
 
 void NscdServer::on_wake() {
-    if (server::SettingsPtr next = mailbox_.take()) {
+    if (upstream::ForwardingSettingsPtr next; mailbox_.take_latest(next)) {
         lookup_.apply(next->routing, next->resolver);
         settings_ = std::move(next);
     }

@@ -18,13 +18,14 @@
 #include "common/counters.h"
 #include "common/event_loop.h"
 #include "common/listener.h"
+#include "common/mailbox.h"
 #include "common/request_connection.h"
 #include "common/slot_table.h"
 #include "hostdb/host_lookup.h"
 #include "nscd/map_writer.h"
 #include "nscd/netlink_watch.h"
 #include "nscd/other_databases.h"
-#include "server/settings_mailbox.h"
+#include "upstream/forwarding_settings.h"
 #include "upstream/resolver.h"
 
 namespace nscache::nscd {
@@ -48,7 +49,7 @@ class NscdServer final : public hostdb::HostSink, public RequestHandler {
     static constexpr size_t kMaxConnections = 1024;
 
     NscdServer(upstream::ResolverShared& resolver, WorkerCounters& counters, uint32_t worker_index,
-               NscdOptions options, server::SettingsPtr settings);
+               NscdOptions options, upstream::ForwardingSettingsPtr settings);
     ~NscdServer();
 
     // As root, before the privilege drop: refuses a socket a live nscd (or nsncd, unscd)
@@ -63,9 +64,8 @@ class NscdServer final : public hostdb::HostSink, public RequestHandler {
     // Any thread: after a cache flush, nothing published before it may be served.
     void invalidate_map();
     // Any thread: the nscd thread switches to `settings` (its routing) at its next wake-up.
-    void post_settings(server::SettingsPtr settings) {
+    void post_settings(upstream::ForwardingSettingsPtr settings) {
         mailbox_.post(std::move(settings));
-        loop_.wake();
     }
 
     void host_done(uint64_t cookie, const hostdb::HostAnswer& answer) override;
@@ -110,8 +110,8 @@ class NscdServer final : public hostdb::HostSink, public RequestHandler {
     WorkerCounters& counters_;
     NscdOptions options_;
     EventLoop loop_;
-    server::SettingsPtr settings_;
-    server::SettingsMailbox mailbox_;
+    upstream::ForwardingSettingsPtr settings_;
+    Mailbox<upstream::ForwardingSettingsPtr> mailbox_{loop_};
     hostdb::HostLookup lookup_;
     MapWriter map_;
     NetlinkWatch netlink_;

@@ -27,7 +27,8 @@ constexpr int kAfInet6 = 10;
 }  // namespace
 
 NssServer::NssServer(upstream::ResolverShared& resolver, WorkerCounters& counters,
-                     uint32_t worker_index, NssOptions options, server::SettingsPtr settings)
+                     uint32_t worker_index, NssOptions options,
+                     upstream::ForwardingSettingsPtr settings)
     : counters_(counters),
       options_(std::move(options)),
       settings_(std::move(settings)),
@@ -92,7 +93,7 @@ void NssServer::start() {
 }
 
 void NssServer::adopt_posted_settings() {
-    if (server::SettingsPtr next = mailbox_.take()) {
+    if (upstream::ForwardingSettingsPtr next; mailbox_.take_latest(next)) {
         lookup_.apply(next->routing, next->resolver);
         settings_ = std::move(next);
     }

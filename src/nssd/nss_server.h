@@ -16,13 +16,14 @@
 #include "common/counters.h"
 #include "common/event_loop.h"
 #include "common/listener.h"
+#include "common/mailbox.h"
 #include "common/request_connection.h"
 #include "common/slot_table.h"
 #include "hostdb/host_lookup.h"
 #include "nssd/hosts_map.h"
 #include "nssd/nss_answer.h"
-#include "server/settings_mailbox.h"
 #include "upstream/completion.h"
+#include "upstream/forwarding_settings.h"
 #include "upstream/resolver.h"
 
 namespace nscache::nssd {
@@ -43,7 +44,7 @@ class NssServer final : public hostdb::HostSink, public RequestHandler {
 
     // `worker_index` is this thread's index among those the resolver can deliver to.
     NssServer(upstream::ResolverShared& resolver, WorkerCounters& counters, uint32_t worker_index,
-              NssOptions options, server::SettingsPtr settings);
+              NssOptions options, upstream::ForwardingSettingsPtr settings);
     ~NssServer();
 
     // Binds the socket and creates the map (a sealed memfd handed out over the socket); an
@@ -55,9 +56,8 @@ class NssServer final : public hostdb::HostSink, public RequestHandler {
     // Any thread: after a cache flush, nothing published before it may be served.
     void invalidate_map() { map_.invalidate_all(); }
     // Any thread: the NSS thread switches to `settings` (its routing) at its next wake-up.
-    void post_settings(server::SettingsPtr settings) {
+    void post_settings(upstream::ForwardingSettingsPtr settings) {
         mailbox_.post(std::move(settings));
-        loop_.wake();
     }
 
     void host_done(uint64_t cookie, const hostdb::HostAnswer& answer) override;
@@ -88,8 +88,8 @@ class NssServer final : public hostdb::HostSink, public RequestHandler {
     WorkerCounters& counters_;
     NssOptions options_;
     EventLoop loop_;
-    server::SettingsPtr settings_;
-    server::SettingsMailbox mailbox_;
+    upstream::ForwardingSettingsPtr settings_;
+    Mailbox<upstream::ForwardingSettingsPtr> mailbox_{loop_};
     hostdb::HostLookup lookup_;
     HostsMap map_;
     int listen_fd_ = -1;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "control/cache_file.h"
+#include "cache/cache_file.h"
 
 #include <gtest/gtest.h>
 
@@ -13,9 +13,9 @@
 #include <iterator>
 #include <string>
 
-#include "../cache/cache_test_support.h"
+#include "cache_test_support.h"
 
-namespace nscache::control {
+namespace nscache::cache {
 namespace {
 
 using cache::testing::ClientQuery;
@@ -68,15 +68,15 @@ TEST_F(CacheFileTest, RoundTripKeepsUnexpiredEntriesWithRemainingTtl) {
         store(before, "n" + std::to_string(i) + ".example.test", 300, kNow);
     store(before, "short.example.test", 5, kNow);
     auto dumped = dump_cache(before, path_, kNow + 2000, kWall);
-    ASSERT_TRUE(dumped.ok) << dumped.error;
-    EXPECT_EQ(dumped.entries, 101u);
+    ASSERT_TRUE(dumped.ok()) << dumped.error();
+    EXPECT_EQ(dumped.value(), 101u);
 
     // Loaded 10 s later, in a new process whose monotonic clock starts elsewhere.
     cache::Cache after(cache::CacheConfig{.budget_bytes = 1 << 20});
     const uint64_t later = 42'000;
     auto loaded = load_cache(after, path_, kPolicy, later, kWall + 10'000);
-    ASSERT_TRUE(loaded.ok) << loaded.error;
-    EXPECT_EQ(loaded.entries, 100u);  // the 5 s entry expired in between
+    ASSERT_TRUE(loaded.ok()) << loaded.error();
+    EXPECT_EQ(loaded.value(), 100u);  // the 5 s entry expired in between
     auto r = find(after, "n7.example.test", later);
     ASSERT_EQ(r.freshness, cache::Freshness::Fresh);
     EXPECT_EQ(ttl_of(r, "n7.example.test"), 300u - 12u);  // 2 s before the dump + 10 s since
@@ -86,7 +86,7 @@ TEST_F(CacheFileTest, RoundTripKeepsUnexpiredEntriesWithRemainingTtl) {
 TEST_F(CacheFileTest, DamagedFilesAreRejectedWhole) {
     cache::Cache c(cache::CacheConfig{.budget_bytes = 1 << 20});
     for (int i = 0; i < 10; ++i) store(c, "n" + std::to_string(i) + ".example.test", 300, kNow);
-    ASSERT_TRUE(dump_cache(c, path_, kNow, kWall).ok);
+    ASSERT_TRUE(dump_cache(c, path_, kNow, kWall).ok());
     std::ifstream in(path_, std::ios::binary);
     const std::vector<uint8_t> good((std::istreambuf_iterator<char>(in)), {});
 
@@ -94,18 +94,19 @@ TEST_F(CacheFileTest, DamagedFilesAreRejectedWhole) {
     auto truncated = good;
     truncated.resize(good.size() / 2);
     EXPECT_FALSE(
-        load_cache_bytes(fresh, truncated.data(), truncated.size(), kPolicy, kNow, kWall).ok);
+        load_cache_bytes(fresh, truncated.data(), truncated.size(), kPolicy, kNow, kWall).ok());
 
     auto flipped = good;
     flipped[good.size() / 2] ^= 0x40;
-    EXPECT_FALSE(load_cache_bytes(fresh, flipped.data(), flipped.size(), kPolicy, kNow, kWall).ok);
+    EXPECT_FALSE(
+        load_cache_bytes(fresh, flipped.data(), flipped.size(), kPolicy, kNow, kWall).ok());
 
     const std::string foreign = "#!/bin/sh\necho this is not a cache file at all, friend\n";
     EXPECT_FALSE(load_cache_bytes(fresh, reinterpret_cast<const uint8_t*>(foreign.data()),
                                   foreign.size(), kPolicy, kNow, kWall)
-                     .ok);
+                     .ok());
     EXPECT_EQ(fresh.counters().entries, 0u);
-    EXPECT_FALSE(load_cache(fresh, "/nonexistent/file", kPolicy, kNow, kWall).ok);
+    EXPECT_FALSE(load_cache(fresh, "/nonexistent/file", kPolicy, kNow, kWall).ok());
 }
 
 TEST_F(CacheFileTest, DumpDoesNotWriteThroughSymlinks) {
@@ -116,7 +117,7 @@ TEST_F(CacheFileTest, DumpDoesNotWriteThroughSymlinks) {
     ASSERT_EQ(symlink(victim().c_str(), (path_ + ".tmp").c_str()), 0);
     ASSERT_EQ(symlink(victim().c_str(), path_.c_str()), 0);
     auto dumped = dump_cache(c, path_, kNow, kWall);
-    ASSERT_TRUE(dumped.ok) << dumped.error;
+    ASSERT_TRUE(dumped.ok()) << dumped.error();
     EXPECT_EQ(read_file(victim()), "precious");
     struct stat st {};
     ASSERT_EQ(lstat(path_.c_str(), &st), 0);
@@ -127,32 +128,32 @@ TEST_F(CacheFileTest, DumpDoesNotWriteThroughSymlinks) {
 TEST_F(CacheFileTest, LoadRefusesSymlinksAndFifos) {
     cache::Cache c(cache::CacheConfig{.budget_bytes = 1 << 20});
     store(c, "n.example.test", 300, kNow);
-    ASSERT_TRUE(dump_cache(c, path_, kNow, kWall).ok);
+    ASSERT_TRUE(dump_cache(c, path_, kNow, kWall).ok());
     const std::string link = path_ + ".link";
     ASSERT_EQ(symlink(path_.c_str(), link.c_str()), 0);
     cache::Cache fresh(cache::CacheConfig{.budget_bytes = 1 << 20});
     auto loaded = load_cache(fresh, link, kPolicy, kNow, kWall);
-    EXPECT_FALSE(loaded.ok);
-    EXPECT_NE(loaded.error.find("symbolic link"), std::string::npos) << loaded.error;
+    EXPECT_FALSE(loaded.ok());
+    EXPECT_NE(loaded.error().find("symbolic link"), std::string::npos) << loaded.error();
     EXPECT_EQ(fresh.counters().entries, 0u);
 
     // A FIFO would block a plain open() until a writer comes: it is refused at once.
     ASSERT_EQ(mkfifo(victim().c_str(), 0600), 0);
     loaded = load_cache(fresh, victim(), kPolicy, kNow, kWall);
-    EXPECT_FALSE(loaded.ok);
-    EXPECT_NE(loaded.error.find("not a regular file"), std::string::npos) << loaded.error;
+    EXPECT_FALSE(loaded.ok());
+    EXPECT_NE(loaded.error().find("not a regular file"), std::string::npos) << loaded.error();
 }
 
 TEST_F(CacheFileTest, LoadAppliesTheTtlPolicy) {
     cache::Cache before(cache::CacheConfig{.budget_bytes = 1 << 20});
     store(before, "long.example.test", 86400, kNow);
-    ASSERT_TRUE(dump_cache(before, path_, kNow, kWall).ok);
+    ASSERT_TRUE(dump_cache(before, path_, kNow, kWall).ok());
 
     cache::Cache after(cache::CacheConfig{.budget_bytes = 1 << 20});
     auto loaded =
         load_cache(after, path_, cache::TtlPolicy{.min_ttl = 0, .max_ttl = 60}, kNow, kWall);
-    ASSERT_TRUE(loaded.ok) << loaded.error;
-    EXPECT_EQ(loaded.entries, 1u);
+    ASSERT_TRUE(loaded.ok()) << loaded.error();
+    EXPECT_EQ(loaded.value(), 1u);
     auto r = find(after, "long.example.test", kNow);
     ASSERT_EQ(r.freshness, cache::Freshness::Fresh);
     EXPECT_EQ(ttl_of(r, "long.example.test"), 60u);
@@ -162,9 +163,10 @@ TEST_F(CacheFileTest, LoadAppliesTheTtlPolicy) {
     // min-ttl raises a short one the same way.
     cache::Cache raised(cache::CacheConfig{.budget_bytes = 1 << 20});
     store(before, "short.example.test", 5, kNow);
-    ASSERT_TRUE(dump_cache(before, path_, kNow, kWall).ok);
+    ASSERT_TRUE(dump_cache(before, path_, kNow, kWall).ok());
     ASSERT_TRUE(
-        load_cache(raised, path_, cache::TtlPolicy{.min_ttl = 30, .max_ttl = 60}, kNow, kWall).ok);
+        load_cache(raised, path_, cache::TtlPolicy{.min_ttl = 30, .max_ttl = 60}, kNow, kWall)
+            .ok());
     EXPECT_EQ(ttl_of(find(raised, "short.example.test", kNow), "short.example.test"), 30u);
 }
 
@@ -180,13 +182,13 @@ TEST_F(CacheFileTest, NxdomainCutMarkersAreNotDumpedAndComeBackWithTheirNxdomain
                   kNow);
     store(before, "kept.example.test", 300, kNow);
     auto dumped = dump_cache(before, path_, kNow, kWall);
-    ASSERT_TRUE(dumped.ok) << dumped.error;
-    EXPECT_EQ(dumped.entries, 2u);
+    ASSERT_TRUE(dumped.ok()) << dumped.error();
+    EXPECT_EQ(dumped.value(), 2u);
 
     cache::Cache after(cache::CacheConfig{.budget_bytes = 1 << 20});
     auto loaded = load_cache(after, path_, kPolicy, kNow, kWall);
-    ASSERT_TRUE(loaded.ok) << loaded.error;
-    EXPECT_EQ(loaded.entries, 2u);
+    ASSERT_TRUE(loaded.ok()) << loaded.error();
+    EXPECT_EQ(loaded.value(), 2u);
     ClientQuery below("a.gone.example.test", dns::rtype::A);
     const cache::CacheKey key{below.lower.view(), dns::rtype::A, 1, 0};
     EXPECT_EQ(after
@@ -197,9 +199,9 @@ TEST_F(CacheFileTest, NxdomainCutMarkersAreNotDumpedAndComeBackWithTheirNxdomain
 }
 
 }  // namespace
-}  // namespace nscache::control
+}  // namespace nscache::cache
 
-namespace nscache::control {
+namespace nscache::cache {
 namespace {
 
 // An upstream's Extended DNS Errors are part of its cached answer, across a restart too.
@@ -209,9 +211,9 @@ TEST_F(CacheFileTest, ExtendedErrorsSurviveDumpAndLoad) {
     answer.ede = {0, 15, 0, 2, 0, 6};
     ClientQuery q("ede.example.test", dns::rtype::A);
     before.insert(cache::CacheKey{q.lower.view(), dns::rtype::A, 1, 0}, answer, kNow);
-    ASSERT_TRUE(dump_cache(before, path_, kNow, kWall).ok);
+    ASSERT_TRUE(dump_cache(before, path_, kNow, kWall).ok());
     cache::Cache after(cache::CacheConfig{.budget_bytes = 1 << 20});
-    ASSERT_TRUE(load_cache(after, path_, kPolicy, kNow, kWall).ok);
+    ASSERT_TRUE(load_cache(after, path_, kPolicy, kNow, kWall).ok());
     std::vector<cache::EntrySnapshot> entries;
     for (size_t shard = 0; shard < after.shard_count(); ++shard) {
         for (size_t slice = 0; slice < after.slices_per_shard(); ++slice) {
@@ -223,4 +225,4 @@ TEST_F(CacheFileTest, ExtendedErrorsSurviveDumpAndLoad) {
 }
 
 }  // namespace
-}  // namespace nscache::control
+}  // namespace nscache::cache

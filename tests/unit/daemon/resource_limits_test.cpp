@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "cli/resource_limits.h"
+#include "daemon/resource_limits.h"
 
 #include <gtest/gtest.h>
 
-namespace nscache {
+namespace nscache::daemon {
 namespace {
 
 Config config_with(uint32_t max_upstream_queries) {
@@ -48,4 +48,4 @@ TEST(ResourceLimits, LocalSocketsAndRedisConnectionsAreReserved) {
 }
 
 }  // namespace
-}  // namespace nscache
+}  // namespace nscache::daemon

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "cli/resource_limits.h"
+#include "daemon/resource_limits.h"
 
 #include <sys/resource.h>
 
@@ -11,7 +11,7 @@
 #include "nssd/nss_server.h"
 #include "sharedcache/tier_health.h"
 
-namespace nscache {
+namespace nscache::daemon {
 namespace {
 
 // Descriptors the daemon holds besides upstream queries and TCP clients: stdio, epoll and
@@ -78,4 +78,4 @@ std::optional<uint64_t> cgroup_memory_max() {
     return std::nullopt;
 }
 
-}  // namespace nscache
+}  // namespace nscache::daemon
