@@ -100,9 +100,10 @@ Result<void> Daemon::build_state() {
 
 void Daemon::build_settings() {
     auto registry = std::make_unique<upstream::UpstreamRegistry>();
-    Snapshot start = build_snapshot(config_, read_hosts(config_), *registry,
-                                    upstream_queries_within_limits(config_, /*warn=*/true),
-                                    /*previous=*/nullptr);
+    std::vector<upstream::HostsEntry> hosts = read_hosts(config_);
+    const uint32_t queries = upstream_queries_within_limits(config_, /*warn=*/true);
+    Snapshot start =
+        build_snapshot(config_, std::move(hosts), *registry, queries, /*previous=*/nullptr);
     settings_ = start.settings;
     control_ = start.control;
     supervisor_ = std::make_unique<Supervisor>(source_, std::move(start), std::move(registry));

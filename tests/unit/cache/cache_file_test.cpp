@@ -14,6 +14,8 @@
 #include <string>
 
 #include "cache_test_support.h"
+#include "common/hash.h"
+#include "dns/wire.h"
 
 namespace nscache::cache {
 namespace {
@@ -222,6 +224,39 @@ TEST_F(CacheFileTest, ExtendedErrorsSurviveDumpAndLoad) {
     }
     ASSERT_EQ(entries.size(), 1u);
     EXPECT_EQ(entries[0].answer.ede, answer.ede);
+}
+
+// A file as the code wrote it before the checksum moved to common/hash.h (one entry, one
+// shard, fixed clocks): it still loads, and the same cache is written byte for byte alike.
+constexpr uint8_t kFileOfBefore[] = {
+    0x4e, 0x53, 0x43, 0x41, 0x43, 0x48, 0x45, 0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00,
+    0x15, 0x06, 0x67, 0x6f, 0x6c, 0x64, 0x65, 0x6e, 0x07, 0x65, 0x78, 0x61, 0x6d, 0x70, 0x6c, 0x65,
+    0x04, 0x74, 0x65, 0x73, 0x74, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x2c, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x60, 0x30,
+    0x00, 0x10, 0xc0, 0x0c, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0x01, 0x2c, 0x00, 0x04, 0xc0, 0x00,
+    0x02, 0x01, 0x00, 0x01, 0x00, 0x06, 0x00, 0x45, 0x4e, 0x44, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x01, 0x05, 0x9c, 0xed, 0xfa, 0xaa, 0x06, 0x48, 0x6e};
+
+TEST_F(CacheFileTest, AFileWrittenBeforeLoadsAndTheSameCacheIsWrittenAlike) {
+    const std::string golden(reinterpret_cast<const char*>(kFileOfBefore), sizeof kFileOfBefore);
+    write_file(path_, golden);
+    cache::Cache loaded_into(cache::CacheConfig{.budget_bytes = 1 << 20, .shards = 1});
+    const auto loaded = load_cache(loaded_into, path_, kPolicy, kNow + 2000, kWall);
+    ASSERT_TRUE(loaded.ok()) << loaded.error();
+    EXPECT_EQ(loaded.value(), 1u);
+    EXPECT_EQ(find(loaded_into, "golden.example.test", kNow + 2000).freshness,
+              cache::Freshness::Fresh);
+
+    cache::Cache c(cache::CacheConfig{.budget_bytes = 1 << 20, .shards = 1});
+    store(c, "golden.example.test", 300, kNow);
+    ASSERT_TRUE(dump_cache(c, path_, kNow + 2000, kWall).ok());
+    EXPECT_EQ(read_file(path_), golden);
+    // The trailer's checksum: FNV-1a 64 of everything before it, big-endian.
+    const size_t body = sizeof kFileOfBefore - 20;
+    const uint8_t* trailer_checksum = kFileOfBefore + body + 12;
+    const uint64_t checksum =
+        uint64_t{dns::read_u32(trailer_checksum)} << 32 | dns::read_u32(trailer_checksum + 4);
+    EXPECT_EQ(fnv1a(kFileOfBefore, body), checksum);
 }
 
 }  // namespace
