@@ -54,8 +54,9 @@ std::optional<std::string> check_flag(const KeyFlag& flag, const std::vector<std
     Config scratch;
     const Result<void> set = set_config_key(scratch, flag.name, flag.as, texts);
     if (set) return std::nullopt;
-    if (flag.as == TextAs::List) return "bad --" + std::string(flag.name) + ": " + set.error();
-    return "bad --" + std::string(flag.name) + " '" + texts.front() + "': " + set.error();
+    // As the file's "KEY: message", with the flag's value where the message lacks it.
+    if (flag.as == TextAs::List) return "--" + std::string(flag.name) + ": " + set.error();
+    return "--" + std::string(flag.name) + " '" + texts.front() + "': " + set.error();
 }
 
 // A flag's value over whatever the file gave, at start and at every reload; checked already.
