@@ -43,7 +43,7 @@ class ConfigFiles {
 
     // The config file: `extra` lines after the ones every test needs.
     void write_config(const std::string& extra) {
-        write(source.path, "listen = [\"127.0.0.1:53535\"]\nthreads = 1\nhosts-file = \"" +
+        write(source.path, "listen = [\"" + listen + "\"]\nthreads = 1\nhosts-file = \"" +
                                hosts_path() + "\"\n" + extra);
     }
     static void write(const std::string& path, const std::string& text) {
@@ -58,6 +58,7 @@ class ConfigFiles {
     }
 
     ConfigSource source;
+    std::string listen = "127.0.0.1:53535";  // never bound, but by the Daemon's tests (port 0)
 
   private:
     std::string folder_;
