@@ -22,7 +22,6 @@ class DaemonTest : public ::testing::Test {
     void SetUp() override {
         char tmpl[] = "/tmp/nscache_daemon_run_XXXXXX";
         run_dir_ = mkdtemp(tmpl);
-        files_.listen = "127.0.0.1:0";
         const std::string extra = "upstream = [\"192.0.2.1\"]\nnss = false\n";
         files_.write_config(extra + "control = \"" + control() + "\"\nstate-dir = \"" + run_dir_ +
                             "\"\ncache-file = \"" + cache_file() + "\"\n");

@@ -58,7 +58,7 @@ class ConfigFiles {
     }
 
     ConfigSource source;
-    std::string listen = "127.0.0.1:53535";  // never bound, but by the Daemon's tests (port 0)
+    std::string listen = "127.0.0.1:0";  // port 0: the kernel picks one when bound
 
   private:
     std::string folder_;
