@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The composition root of `nscache serve`: builds the cache, the forwarding state, the
-// workers and the control server from a Config, runs until SIGTERM or SIGINT, then shuts
-// down in order (control, workers, cache file).
+// `nscache serve` once its Config is read: the daemon's start-up steps (daemon/daemon.h) in
+// order, each failure logged with its exit code, then the run until SIGTERM or SIGINT and
+// the shutdown. Main thread.
 #pragma once
 
-#include "cli/config_source.h"
 #include "config/config.h"
+#include "config/config_source.h"
 
 namespace nscache {
 
-// Returns the process exit code: 0 after a clean shutdown, 1 when start-up failed.
+// Returns the process exit code: 0 after a clean shutdown, 1 when start-up failed, 2 for a
+// TLS setting that cannot be used.
 // `config` is what `source` gave at start; a reload (SIGHUP, `nscache reload`) reads
 // `source` again.
 int run_daemon(const ConfigSource& source, const Config& config);

@@ -1,17 +1,22 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// `nscache serve`: settings from the config file, then flags, then machine defaults.
+// `nscache serve`: settings from the config file, then flags, then machine defaults. Flags
+// that set a config key go through that key's setter (config.h: set_config_key).
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
-#include "cli/config_source.h"
 #include "cli/daemon.h"
 #include "cli/flag_parser.h"
 #include "common/log.h"
 #include "config/config.h"
 #include "config/config_log.h"
+#include "config/config_source.h"
 
 namespace nscache {
 namespace {
@@ -24,14 +29,51 @@ int usage_error(const std::string& message) {
     return kExitUsage;
 }
 
+// The flags that set a config key of the same name, and how their text stands for a value.
+// Each goes through the key's own setter (set_config_key), as the file's value would.
+struct KeyFlag {
+    const char* name;
+    TextAs as;
+};
+constexpr KeyFlag kKeyFlags[] = {
+    {"listen", TextAs::List},       {"upstream", TextAs::List},      {"threads", TextAs::Integer},
+    {"cache-size", TextAs::String}, {"control", TextAs::String},     {"user", TextAs::String},
+    {"nss-socket", TextAs::String}, {"nscd-socket", TextAs::String},
+};
+
+const KeyFlag* key_flag(const std::string& name) {
+    for (const KeyFlag& f : kKeyFlags) {
+        if (name == f.name) return &f;
+    }
+    return nullptr;
+}
+
+// Checks `texts` with the key's setter (on a scratch Config: the file is read later, at
+// every load) and names the flag in the message.
+std::optional<std::string> check_flag(const KeyFlag& flag, const std::vector<std::string>& texts) {
+    Config scratch;
+    const Result<void> set = set_config_key(scratch, flag.name, flag.as, texts);
+    if (set) return std::nullopt;
+    // As the file's "KEY: message", with the flag's value where the message lacks it.
+    if (flag.as == TextAs::List) return "--" + std::string(flag.name) + ": " + set.error();
+    return "--" + std::string(flag.name) + " '" + texts.front() + "': " + set.error();
+}
+
+// A flag's value over whatever the file gave, at start and at every reload; checked already.
+std::function<void(Config&)> override_key(const KeyFlag& flag, std::vector<std::string> texts) {
+    return [&flag, texts = std::move(texts)](Config& c) {
+        (void)set_config_key(c, flag.name, flag.as, texts);
+    };
+}
+
 }  // namespace
 
 int serve_command(const Args& args) {
     ConfigSource source;
     source.resolv_conf = kResolvConf;
     bool config_given = false;
-    std::vector<SocketAddress> listen;
-    std::vector<UpstreamAddress> upstreams;
+    // A list flag given several times gives all its values, in order; other flags: the last.
+    std::map<const KeyFlag*, std::vector<std::string>> lists;
     FlagParser p(args);
     while (p.next()) {
         if (!p.is_flag()) return usage_error("unexpected argument '" + p.current() + "'");
@@ -45,55 +87,25 @@ int serve_command(const Args& args) {
         if (name == "config") {
             source.path = *value;
             config_given = true;
-        } else if (name == "listen") {
-            auto a = parse_socket_address(*value, std::nullopt);
-            if (!a)
-                return usage_error("bad --listen address '" + *value +
-                                   "' (expected ADDR:PORT or [ADDR6]:PORT)");
-            listen.push_back(*a);
-        } else if (name == "upstream") {
-            auto a = parse_upstream_address(*value);
-            if (!a)
-                return usage_error("bad --upstream address '" + *value +
-                                   "' (expected ADDR[:PORT] or tls://ADDR[:PORT][#NAME])");
-            upstreams.push_back(*a);
-        } else if (name == "threads") {
-            char* end = nullptr;
-            const unsigned long n = std::strtoul(value->c_str(), &end, 10);
-            if (value->empty() || *end != '\0' || n > 1024) {
-                return usage_error("bad --threads '" + *value + "' (expected 0 to 1024)");
-            }
-            source.overrides.push_back([n](Config& c) { c.threads = static_cast<unsigned>(n); });
-        } else if (name == "cache-size") {
-            auto size = parse_size(*value);
-            if (!size || *size < (64u << 10)) {
-                return usage_error("bad --cache-size '" + *value +
-                                   "' (expected at least 64K, e.g. 64M)");
-            }
-            source.overrides.push_back([size = *size](Config& c) { c.cache_size = size; });
-        } else if (name == "control") {
-            source.overrides.push_back([v = *value](Config& c) { c.control = v; });
-        } else if (name == "user") {
-            source.overrides.push_back([v = *value](Config& c) { c.user = v; });
-        } else if (name == "nss-socket") {
-            source.overrides.push_back([v = *value](Config& c) { c.nss_socket = v; });
-        } else if (name == "nscd-socket") {
-            if (!value->empty() && (*value)[0] != '/') {
-                return usage_error("bad --nscd-socket '" + *value +
-                                   "' (expected an absolute path, or '' for off)");
-            }
-            source.overrides.push_back([v = *value](Config& c) { c.nscd_socket = v; });
+            continue;
+        }
+        const KeyFlag* flag = key_flag(name);
+        if (flag == nullptr) return usage_error("unknown flag --" + name);
+        // Each value is checked as it comes, so the first bad one is the one named.
+        if (auto error = check_flag(*flag, {*value})) return usage_error(*error);
+        if (flag->as == TextAs::List) {
+            lists[flag].push_back(*value);
         } else {
-            return usage_error("unknown flag --" + name);
+            source.overrides.push_back(override_key(*flag, {*value}));
         }
     }
     if (!config_given && access(kDefaultConfig, F_OK) == 0) source.path = kDefaultConfig;
-    if (upstreams.size() > kMaxUpstreams) {
-        return usage_error("at most " + std::to_string(kMaxUpstreams) + " --upstream addresses");
-    }
-    if (!listen.empty()) source.overrides.push_back([listen](Config& c) { c.listen = listen; });
-    if (!upstreams.empty()) {
-        source.overrides.push_back([upstreams](Config& c) { c.upstreams = upstreams; });
+    // Lists last, as before: --listen, then --upstream (a whole list checked: at most 64).
+    for (const KeyFlag& flag : kKeyFlags) {
+        auto it = lists.find(&flag);
+        if (it == lists.end()) continue;
+        if (auto error = check_flag(flag, it->second)) return usage_error(*error);
+        source.overrides.push_back(override_key(flag, std::move(it->second)));
     }
     Config config;
     if (auto error = source.load(config)) {

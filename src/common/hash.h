@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// A seeded hash for names that clients choose. With a secret per-process seed an attacker
-// cannot aim many names at one bucket chain (hash flooding).
+// The daemon's hash helpers. seeded_hash: for names that clients choose; with a secret
+// per-process seed an attacker cannot aim many names at one bucket chain (hash flooding).
+// fnv1a: unseeded, for what must hash alike across processes, hosts and releases (the cache
+// file's checksum); never for a table keyed by what clients send.
 #pragma once
 
 #include <cstddef>
@@ -29,6 +31,18 @@ inline uint64_t seeded_hash(uint64_t seed, const uint8_t* data, size_t len) {
     std::memcpy(&tail, data + i, len - i);
     h = mix128(h ^ tail ^ (uint64_t{len - i} << 59), k1 ^ seed);
     return mix128(h, k2);
+}
+
+inline constexpr uint64_t kFnv1aBasis = 0xcbf29ce484222325ull;
+
+// FNV-1a, 64 bit. Incremental: pass the previous result as `h` to hash a sequence of parts as
+// one run of bytes.
+inline uint64_t fnv1a(const uint8_t* data, size_t len, uint64_t h = kFnv1aBasis) {
+    for (size_t i = 0; i < len; ++i) {
+        h ^= data[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
 }
 
 }  // namespace nscache

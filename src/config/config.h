@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/result.h"
 #include "config/address.h"
 
 namespace nscache {
@@ -194,6 +195,17 @@ std::optional<ConfigError> load_config_file(const std::string& path, Config& con
 // The same for text already in memory; `source` names it in messages.
 std::optional<ConfigError> load_config_text(std::string_view text, const std::string& source,
                                             Config& config);
+
+// How the text of a command-line flag stands for a TOML value: a string, an integer (when it
+// is written as one; otherwise passed as a string, which the key's setter refuses in its own
+// words), or an array of strings (one per time the flag was given).
+enum class TextAs { String, Integer, List };
+
+// Sets the top-level `key` from command-line text through the same setter as the file's key,
+// so that one value gives one message whichever way it comes. The error is the setter's
+// message, without FILE:LINE or the key (the caller names the flag).
+Result<void> set_config_key(Config& config, std::string_view key, TextAs as,
+                            const std::vector<std::string>& texts);
 
 // The defaults that depend on the machine: listen addresses, upstreams from resolv.conf
 // (minus our own listen addresses), thread count. Call after file and flags are applied.

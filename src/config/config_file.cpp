@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The TOML side of the configuration (toml++). Every key maps to one setter; each setter
-// checks its value and says what it expected, and the caller adds FILE:LINE.
+// checks its value and says what it expected, and the caller adds FILE:LINE (or, for a flag
+// of `nscache serve`, which comes through set_config_key, the flag's name).
 #include <toml++/toml.h>
 
 #include <cstdint>
@@ -14,20 +15,20 @@
 namespace nscache {
 namespace {
 
-using Setter = std::function<std::optional<std::string>(const toml::node&, Config&)>;
+using Setter = std::function<Result<void>(const toml::node&, Config&)>;
 
-std::optional<std::string> string_of(const toml::node& node, std::string& out) {
+Result<void> string_of(const toml::node& node, std::string& out) {
     auto value = node.value<std::string>();
-    if (!value) return "expected a string";
+    if (!value) return Error{"expected a string"};
     out = *value;
-    return std::nullopt;
+    return {};
 }
 
-std::optional<std::string> bool_of(const toml::node& node, bool& out) {
+Result<void> bool_of(const toml::node& node, bool& out) {
     auto value = node.value<bool>();
-    if (!value) return "expected true or false";
+    if (!value) return Error{"expected true or false"};
     out = *value;
-    return std::nullopt;
+    return {};
 }
 
 // A TOML integer, and nothing else: toml++'s value<int64_t>() would also convert a float,
@@ -38,49 +39,49 @@ std::optional<int64_t> integer_of(const toml::node& node) {
 }
 
 template <typename T>
-std::optional<std::string> uint_of(const toml::node& node, T& out, uint64_t max) {
+Result<void> uint_of(const toml::node& node, T& out, uint64_t max) {
     auto value = integer_of(node);
     if (!value || *value < 0 || static_cast<uint64_t>(*value) > max) {
-        return "expected a whole number from 0 to " + std::to_string(max);
+        return Error{"expected a whole number from 0 to " + std::to_string(max)};
     }
     out = static_cast<T>(*value);
-    return std::nullopt;
+    return {};
 }
 
 // A duration: a string with a unit or a whole number of seconds.
-std::optional<std::string> duration_of(const toml::node& node, uint64_t& out_ms) {
+Result<void> duration_of(const toml::node& node, uint64_t& out_ms) {
     if (auto seconds = integer_of(node)) {
         if (*seconds < 0 || static_cast<uint64_t>(*seconds) > UINT64_MAX / 1000) {
-            return "expected a duration (\"500ms\", \"2s\", \"1d\") or seconds";
+            return Error{"expected a duration (\"500ms\", \"2s\", \"1d\") or seconds"};
         }
         out_ms = static_cast<uint64_t>(*seconds) * 1000;
-        return std::nullopt;
+        return {};
     }
     auto text = node.value<std::string>();
     auto ms = text ? parse_duration_ms(*text) : std::nullopt;
-    if (!ms) return "expected a duration (\"500ms\", \"2s\", \"1d\") or seconds";
+    if (!ms) return Error{"expected a duration (\"500ms\", \"2s\", \"1d\") or seconds"};
     out_ms = *ms;
-    return std::nullopt;
+    return {};
 }
 
 Setter duration_ms(uint32_t Config::*field, uint64_t max_ms) {
-    return [field, max_ms](const toml::node& node, Config& c) -> std::optional<std::string> {
+    return [field, max_ms](const toml::node& node, Config& c) -> Result<void> {
         uint64_t ms = 0;
-        if (auto err = duration_of(node, ms)) return err;
+        if (auto err = duration_of(node, ms); !err) return err;
         if (ms > max_ms)
-            return "duration too long (at most " + std::to_string(max_ms / 1000) + "s)";
+            return Error{"duration too long (at most " + std::to_string(max_ms / 1000) + "s)"};
         c.*field = static_cast<uint32_t>(ms);
-        return std::nullopt;
+        return {};
     };
 }
 
 Setter duration_s(uint32_t Config::*field) {
-    return [field](const toml::node& node, Config& c) -> std::optional<std::string> {
+    return [field](const toml::node& node, Config& c) -> Result<void> {
         uint64_t ms = 0;
-        if (auto err = duration_of(node, ms)) return err;
-        if (ms / 1000 > UINT32_MAX) return "duration too long";
+        if (auto err = duration_of(node, ms); !err) return err;
+        if (ms / 1000 > UINT32_MAX) return Error{"duration too long"};
         c.*field = static_cast<uint32_t>(ms / 1000);
-        return std::nullopt;
+        return {};
     };
 }
 
@@ -92,12 +93,12 @@ Setter seconds(uint32_t Config::*field) {
 
 // RFC 9520 §3.2: resolution failures are cached for at least 1 s and at most 5 minutes.
 Setter failure_duration(uint32_t Config::*field) {
-    return [field](const toml::node& node, Config& c) -> std::optional<std::string> {
+    return [field](const toml::node& node, Config& c) -> Result<void> {
         uint64_t ms = 0;
-        if (auto err = duration_of(node, ms)) return err;
-        if (ms < 1'000 || ms > 300'000) return "expected a duration from 1s to 300s";
+        if (auto err = duration_of(node, ms); !err) return err;
+        if (ms < 1'000 || ms > 300'000) return Error{"expected a duration from 1s to 300s"};
         c.*field = static_cast<uint32_t>(ms);
-        return std::nullopt;
+        return {};
     };
 }
 
@@ -110,25 +111,26 @@ Setter bool_field(bool Config::*field) {
 }
 
 template <typename Parse>
-std::optional<std::string> each_string(const toml::node& node, Parse&& parse) {
+Result<void> each_string(const toml::node& node, Parse&& parse) {
     const toml::array* array = node.as_array();
-    if (array == nullptr) return "expected an array of strings";
+    if (array == nullptr) return Error{"expected an array of strings"};
     for (const toml::node& item : *array) {
         auto text = item.value<std::string>();
-        if (!text) return "expected an array of strings";
-        if (auto err = parse(*text)) return err;
+        if (!text) return Error{"expected an array of strings"};
+        if (auto err = parse(*text); !err) return err;
     }
-    return std::nullopt;
+    return {};
 }
 
 Setter address_list(std::vector<SocketAddress> Config::*field, std::optional<uint16_t> port) {
     return [field, port](const toml::node& node, Config& c) {
         (c.*field).clear();
-        return each_string(node, [&](const std::string& text) -> std::optional<std::string> {
+        return each_string(node, [&](const std::string& text) -> Result<void> {
             auto address = parse_socket_address(text, port);
-            if (!address) return "bad address '" + text + "' (expected ADDR:PORT or [ADDR6]:PORT)";
+            if (!address)
+                return Error{"bad address '" + text + "' (expected ADDR:PORT or [ADDR6]:PORT)"};
             (c.*field).push_back(*address);
-            return std::nullopt;
+            return {};
         });
     };
 }
@@ -136,11 +138,11 @@ Setter address_list(std::vector<SocketAddress> Config::*field, std::optional<uin
 Setter cidr_list(std::vector<Cidr> Config::*field) {
     return [field](const toml::node& node, Config& c) {
         (c.*field).clear();
-        return each_string(node, [&](const std::string& text) -> std::optional<std::string> {
+        return each_string(node, [&](const std::string& text) -> Result<void> {
             auto cidr = parse_cidr(text);
-            if (!cidr) return "bad network '" + text + "' (expected ADDR/PREFIX)";
+            if (!cidr) return Error{"bad network '" + text + "' (expected ADDR/PREFIX)"};
             (c.*field).push_back(*cidr);
-            return std::nullopt;
+            return {};
         });
     };
 }
@@ -149,35 +151,36 @@ const std::map<std::string, Setter, std::less<>>& setters() {
     static const std::map<std::string, Setter, std::less<>> table = {
         {"listen", address_list(&Config::listen, std::nullopt)},
         {"upstream",
-         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+         [](const toml::node& n, Config& c) -> Result<void> {
              c.upstreams.clear();
-             auto err = each_string(n, [&](const std::string& text) -> std::optional<std::string> {
+             auto err = each_string(n, [&](const std::string& text) -> Result<void> {
                  auto a = parse_upstream_address(text);
                  if (!a) {
-                     return "bad upstream '" + text +
-                            "' (expected ADDR[:PORT] or tls://ADDR[:PORT][#NAME])";
+                     return Error{"bad upstream '" + text +
+                                  "' (expected ADDR[:PORT] or tls://ADDR[:PORT][#NAME])"};
                  }
                  c.upstreams.push_back(*a);
-                 return std::nullopt;
+                 return {};
              });
-             if (err) return err;
+             if (!err) return err;
              if (c.upstreams.size() > kMaxUpstreams) {
-                 return "at most " + std::to_string(kMaxUpstreams) + " upstreams";
+                 return Error{"at most " + std::to_string(kMaxUpstreams) + " upstreams"};
              }
-             return std::nullopt;
+             return {};
          }},
         {"threads", [](const toml::node& n, Config& c) { return uint_of(n, c.threads, 1024); }},
         {"cache-size",
-         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+         [](const toml::node& n, Config& c) -> Result<void> {
              std::optional<size_t> size;
              if (auto v = integer_of(n)) {
                  if (*v >= 0) size = static_cast<size_t>(*v);
              } else if (auto text = n.value<std::string>()) {
                  size = parse_size(*text);
              }
-             if (!size || *size < (64u << 10)) return "expected a size of at least 64K (\"64M\")";
+             if (!size || *size < (64u << 10))
+                 return Error{"expected a size of at least 64K (\"64M\")"};
              c.cache_size = *size;
-             return std::nullopt;
+             return {};
          }},
         {"allow", cidr_list(&Config::allow)},
         {"allow-snoop", cidr_list(&Config::allow_snoop)},
@@ -189,68 +192,68 @@ const std::map<std::string, Setter, std::less<>>& setters() {
         {"failure-ttl-max", failure_duration(&Config::failure_ttl_max_ms)},
         {"query-timeout", duration_ms(&Config::query_timeout_ms, 60'000)},
         {"edns-buffer-size",
-         [](const toml::node& n, Config& c) -> std::optional<std::string> {
-             if (auto err = uint_of(n, c.edns_buffer_size, 65535)) return err;
-             if (c.edns_buffer_size < 512) return "expected 512 or more";
-             return std::nullopt;
+         [](const toml::node& n, Config& c) -> Result<void> {
+             if (auto err = uint_of(n, c.edns_buffer_size, 65535); !err) return err;
+             if (c.edns_buffer_size < 512) return Error{"expected 512 or more"};
+             return {};
          }},
         {"max-tcp-connections",
          [](const toml::node& n, Config& c) {
              return uint_of(n, c.max_tcp_connections, 1'000'000);
          }},
         {"max-tcp-per-client",
-         [](const toml::node& n, Config& c) -> std::optional<std::string> {
-             if (auto err = uint_of(n, c.max_tcp_per_client, 1'000'000)) return err;
-             if (c.max_tcp_per_client == 0) return "expected 1 or more";
-             return std::nullopt;
+         [](const toml::node& n, Config& c) -> Result<void> {
+             if (auto err = uint_of(n, c.max_tcp_per_client, 1'000'000); !err) return err;
+             if (c.max_tcp_per_client == 0) return Error{"expected 1 or more"};
+             return {};
          }},
         {"tcp-idle-timeout", duration_ms(&Config::tcp_idle_timeout_ms, 3'600'000)},
         {"tcp-read-timeout", duration_ms(&Config::tcp_read_timeout_ms, 600'000)},
         {"max-upstream-queries",
-         [](const toml::node& n, Config& c) -> std::optional<std::string> {
-             if (auto err = uint_of(n, c.max_upstream_queries, 1'000'000)) return err;
-             if (c.max_upstream_queries == 0) return "expected 1 or more";
-             return std::nullopt;
+         [](const toml::node& n, Config& c) -> Result<void> {
+             if (auto err = uint_of(n, c.max_upstream_queries, 1'000'000); !err) return err;
+             if (c.max_upstream_queries == 0) return Error{"expected 1 or more"};
+             return {};
          }},
         {"upstream-sockets",
-         [](const toml::node& n, Config& c) -> std::optional<std::string> {
-             if (auto err = uint_of(n, c.upstream_sockets, 4096)) return err;
-             if (c.upstream_sockets == 0) return "expected 1 or more";
-             return std::nullopt;
+         [](const toml::node& n, Config& c) -> Result<void> {
+             if (auto err = uint_of(n, c.upstream_sockets, 4096); !err) return err;
+             if (c.upstream_sockets == 0) return Error{"expected 1 or more"};
+             return {};
          }},
         {"upstream-socket-uses",
-         [](const toml::node& n, Config& c) -> std::optional<std::string> {
-             if (auto err = uint_of(n, c.upstream_socket_uses, 1'000'000)) return err;
-             if (c.upstream_socket_uses == 0) return "expected 1 or more";
-             return std::nullopt;
+         [](const toml::node& n, Config& c) -> Result<void> {
+             if (auto err = uint_of(n, c.upstream_socket_uses, 1'000'000); !err) return err;
+             if (c.upstream_socket_uses == 0) return Error{"expected 1 or more"};
+             return {};
          }},
         {"upstream-cookies", bool_field(&Config::upstream_cookies)},
         {"upstream-idle-timeout", duration_ms(&Config::upstream_idle_timeout_ms, 3'600'000)},
         {"tls-ca-file", string_field(&Config::tls_ca_file)},
         {"tls-auth",
-         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+         [](const toml::node& n, Config& c) -> Result<void> {
              std::string text;
-             if (auto err = string_of(n, text)) return err;
+             if (auto err = string_of(n, text); !err) return err;
              if (text == "strict") {
                  c.tls_auth = TlsAuth::Strict;
              } else if (text == "opportunistic") {
                  c.tls_auth = TlsAuth::Opportunistic;
              } else {
-                 return "expected \"strict\" or \"opportunistic\"";
+                 return Error{"expected \"strict\" or \"opportunistic\""};
              }
-             return std::nullopt;
+             return {};
          }},
         {"tls-pin",
-         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+         [](const toml::node& n, Config& c) -> Result<void> {
              c.tls_pins.clear();
-             return each_string(n, [&](const std::string& text) -> std::optional<std::string> {
+             return each_string(n, [&](const std::string& text) -> Result<void> {
                  auto pin = parse_spki_pin(text);
                  if (!pin) {
-                     return "bad pin '" + text +
-                            "' (expected \"ADDR[:PORT] BASE64\", the base64 of a SHA-256)";
+                     return Error{"bad pin '" + text +
+                                  "' (expected \"ADDR[:PORT] BASE64\", the base64 of a SHA-256)"};
                  }
                  c.tls_pins.push_back(*pin);
-                 return std::nullopt;
+                 return {};
              });
          }},
         {"control", string_field(&Config::control)},
@@ -258,15 +261,15 @@ const std::map<std::string, Setter, std::less<>>& setters() {
         {"nss", bool_field(&Config::nss)},
         {"nss-socket", string_field(&Config::nss_socket)},
         {"nscd-socket",
-         [](const toml::node& n, Config& c) -> std::optional<std::string> {
-             if (auto err = string_of(n, c.nscd_socket)) return err;
+         [](const toml::node& n, Config& c) -> Result<void> {
+             if (auto err = string_of(n, c.nscd_socket); !err) return err;
              if (!c.nscd_socket.empty() && c.nscd_socket[0] != '/') {
-                 return "expected an absolute socket path, or \"\" for off";
+                 return Error{"expected an absolute socket path, or \"\" for off"};
              }
-             return std::nullopt;
+             return {};
          }},
         {"nscd-map-size",
-         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+         [](const toml::node& n, Config& c) -> Result<void> {
              std::optional<size_t> size;
              if (auto v = integer_of(n)) {
                  if (*v >= 0) size = static_cast<size_t>(*v);
@@ -274,37 +277,37 @@ const std::map<std::string, Setter, std::less<>>& setters() {
                  size = parse_size(*text);
              }
              if (!size || *size < (64u << 10) || *size > (size_t{1} << 30)) {
-                 return "expected a size from 64K to 1G (\"32M\")";
+                 return Error{"expected a size from 64K to 1G (\"32M\")"};
              }
              c.nscd_map_size = *size;
-             return std::nullopt;
+             return {};
          }},
         {"max-connections-per-user",
-         [](const toml::node& n, Config& c) -> std::optional<std::string> {
-             if (auto err = uint_of(n, c.max_connections_per_user, 1024)) return err;
-             if (c.max_connections_per_user == 0) return "expected 1 or more";
-             return std::nullopt;
+         [](const toml::node& n, Config& c) -> Result<void> {
+             if (auto err = uint_of(n, c.max_connections_per_user, 1024); !err) return err;
+             if (c.max_connections_per_user == 0) return Error{"expected 1 or more"};
+             return {};
          }},
         {"nscd-other-databases",
-         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+         [](const toml::node& n, Config& c) -> Result<void> {
              auto text = n.value<std::string>();
              if (text && *text == "proxy") {
                  c.nscd_proxy_other_databases = true;
              } else if (text && *text == "decline") {
                  c.nscd_proxy_other_databases = false;
              } else {
-                 return "expected \"proxy\" or \"decline\"";
+                 return Error{"expected \"proxy\" or \"decline\""};
              }
-             return std::nullopt;
+             return {};
          }},
         {"metrics-listen",
-         [](const toml::node& n, Config& c) -> std::optional<std::string> {
-             if (auto err = string_of(n, c.metrics_listen)) return err;
+         [](const toml::node& n, Config& c) -> Result<void> {
+             if (auto err = string_of(n, c.metrics_listen); !err) return err;
              if (!c.metrics_listen.empty() &&
                  !parse_socket_address(c.metrics_listen, std::nullopt)) {
-                 return "bad address '" + c.metrics_listen + "' (expected ADDR:PORT)";
+                 return Error{"bad address '" + c.metrics_listen + "' (expected ADDR:PORT)"};
              }
-             return std::nullopt;
+             return {};
          }},
         {"metrics-allow", cidr_list(&Config::metrics_allow)},
         {"user", string_field(&Config::user)},
@@ -318,16 +321,16 @@ const std::map<std::string, Setter, std::less<>>& setters() {
         {"local-records",
          [](const toml::node& n, Config& c) {
              c.local_records.clear();
-             return each_string(n, [&](const std::string& text) -> std::optional<std::string> {
+             return each_string(n, [&](const std::string& text) -> Result<void> {
                  std::string error;
                  auto record = parse_local_record(text, error);
-                 if (!record) return "'" + text + "': " + error;
+                 if (!record) return Error{"'" + text + "': " + error};
                  c.local_records.push_back(*record);
-                 return std::nullopt;
+                 return {};
              });
          }},
         {"log-level",
-         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+         [](const toml::node& n, Config& c) -> Result<void> {
              auto text = n.value<std::string>();
              static const std::pair<const char*, LogThreshold> kLevels[] = {
                  {"error", LogThreshold::Error},
@@ -337,10 +340,10 @@ const std::map<std::string, Setter, std::less<>>& setters() {
              for (const auto& [name, level] : kLevels) {
                  if (text && *text == name) {
                      c.log_level = level;
-                     return std::nullopt;
+                     return {};
                  }
              }
-             return "expected \"error\", \"warning\", \"info\" or \"debug\"";
+             return Error{"expected \"error\", \"warning\", \"info\" or \"debug\""};
          }},
         {"serve-stale", bool_field(&Config::serve_stale)},
         {"stale-ttl", duration_s(&Config::stale_ttl_s)},
@@ -349,95 +352,105 @@ const std::map<std::string, Setter, std::less<>>& setters() {
         {"prefetch", bool_field(&Config::prefetch)},
         {"cache-file", string_field(&Config::cache_file)},
         {"state-dir",
-         [](const toml::node& n, Config& c) -> std::optional<std::string> {
+         [](const toml::node& n, Config& c) -> Result<void> {
              std::string text;
-             if (auto err = string_of(n, text)) return err;
-             if (text.empty() || text[0] != '/') return "expected an absolute folder path";
+             if (auto err = string_of(n, text); !err) return err;
+             if (text.empty() || text[0] != '/') return Error{"expected an absolute folder path"};
              c.state_dir = text;
-             return std::nullopt;
+             return {};
          }},
         {"rate-limit",
          [](const toml::node& n, Config& c) { return uint_of(n, c.rate_limit, 10'000'000); }},
         {"rate-limit-burst",
          [](const toml::node& n, Config& c) { return uint_of(n, c.rate_limit_burst, 10'000'000); }},
         {"rate-limit-action",
-         [](const toml::node& n, Config& c) -> std::
-                                                optional<std::string> {
-                                                    auto text = n.value<std::string>();
-                                                    if (text && *text == "drop") {
-                                                        c.rate_limit_action = RateLimitAction::Drop;
-                                                    } else if (text && *text == "truncate") {
-                                                        c.rate_limit_action =
-                                                            RateLimitAction::Truncate;
-                                                    } else {
-                                                        return "expected \"drop\" or \"truncate\"";
-                                                    }
-                                                    return std::nullopt;
-                                                }},
+         [](const toml::node& n, Config& c) -> Result<void> {
+             auto text = n.value<std::string>();
+             if (text && *text == "drop") {
+                 c.rate_limit_action = RateLimitAction::Drop;
+             } else if (text && *text == "truncate") {
+                 c.rate_limit_action = RateLimitAction::Truncate;
+             } else {
+                 return Error{"expected \"drop\" or \"truncate\""};
+             }
+             return {};
+         }},
     };
     return table;
+}
+
+// Decimal digits only, as a TOML integer would be written (no sign: no setter takes one).
+bool whole_number(const std::string& text, int64_t& out) {
+    if (text.empty() || text.size() > 18) return false;
+    int64_t n = 0;
+    for (char ch : text) {
+        if (ch < '0' || ch > '9') return false;
+        n = n * 10 + (ch - '0');
+    }
+    out = n;
+    return true;
 }
 
 std::string where(const std::string& path, const toml::source_region& source) {
     return path + ":" + std::to_string(source.begin.line) + ": ";
 }
 
-using SharedCacheSetter =
-    std::function<std::optional<std::string>(const toml::node&, SharedCacheConfig&)>;
+using SharedCacheSetter = std::function<Result<void>(const toml::node&, SharedCacheConfig&)>;
 
 // The keys of the [shared-cache] table.
 const std::map<std::string, SharedCacheSetter, std::less<>>& shared_cache_setters() {
     using S = SharedCacheConfig;
     static const std::map<std::string, SharedCacheSetter, std::less<>> table = {
         {"redis",
-         [](const toml::node& n, S& s) -> std::optional<std::string> {
+         [](const toml::node& n, S& s) -> Result<void> {
              std::string text;
-             if (auto err = string_of(n, text)) return err;
+             if (auto err = string_of(n, text); !err) return err;
              auto endpoint = parse_redis_endpoint(text);
              if (!endpoint) {
-                 return "bad Redis address '" + text +
-                        "' (expected ADDR:PORT, [ADDR6]:PORT or an absolute unix socket path; "
-                        "no host names)";
+                 return Error{
+                     "bad Redis address '" + text +
+                     "' (expected ADDR:PORT, [ADDR6]:PORT or an absolute unix socket path; "
+                     "no host names)"};
              }
              s.redis = *endpoint;
-             return std::nullopt;
+             return {};
          }},
         {"redis-cluster",
-         [](const toml::node& n, S& s) -> std::optional<std::string> {
+         [](const toml::node& n, S& s) -> Result<void> {
              s.redis_cluster.clear();
-             auto err = each_string(n, [&](const std::string& text) -> std::optional<std::string> {
+             auto err = each_string(n, [&](const std::string& text) -> Result<void> {
                  auto address = parse_socket_address(text, 6379);
                  if (!address) {
-                     return "bad Redis Cluster node '" + text +
-                            "' (expected ADDR:PORT or [ADDR6]:PORT; no host names)";
+                     return Error{"bad Redis Cluster node '" + text +
+                                  "' (expected ADDR:PORT or [ADDR6]:PORT; no host names)"};
                  }
                  s.redis_cluster.push_back(*address);
-                 return std::nullopt;
+                 return {};
              });
-             if (!err && s.redis_cluster.empty()) return "expected at least one node";
+             if (err && s.redis_cluster.empty()) return Error{"expected at least one node"};
              return err;
          }},
         {"timeout",
-         [](const toml::node& n, S& s) -> std::optional<std::string> {
+         [](const toml::node& n, S& s) -> Result<void> {
              uint64_t ms = 0;
-             if (auto err = duration_of(n, ms)) return err;
-             if (ms < 1 || ms > 10'000) return "expected a duration from 1ms to 10s";
+             if (auto err = duration_of(n, ms); !err) return err;
+             if (ms < 1 || ms > 10'000) return Error{"expected a duration from 1ms to 10s"};
              s.timeout_ms = static_cast<uint32_t>(ms);
-             return std::nullopt;
+             return {};
          }},
         {"key-prefix",
-         [](const toml::node& n, S& s) -> std::optional<std::string> {
-             if (auto err = string_of(n, s.key_prefix)) return err;
-             if (s.key_prefix.size() > 256) return "expected at most 256 bytes";
-             return std::nullopt;
+         [](const toml::node& n, S& s) -> Result<void> {
+             if (auto err = string_of(n, s.key_prefix); !err) return err;
+             if (s.key_prefix.size() > 256) return Error{"expected at most 256 bytes"};
+             return {};
          }},
         {"user", [](const toml::node& n, S& s) { return string_of(n, s.user); }},
         {"password", [](const toml::node& n, S& s) { return string_of(n, s.password); }},
         {"max-inflight",
-         [](const toml::node& n, S& s) -> std::optional<std::string> {
-             if (auto err = uint_of(n, s.max_inflight, 1'000'000)) return err;
-             if (s.max_inflight == 0) return "expected 1 or more";
-             return std::nullopt;
+         [](const toml::node& n, S& s) -> Result<void> {
+             if (auto err = uint_of(n, s.max_inflight, 1'000'000); !err) return err;
+             if (s.max_inflight == 0) return Error{"expected 1 or more"};
+             return {};
          }},
         {"write", [](const toml::node& n, S& s) { return bool_of(n, s.write); }},
     };
@@ -458,9 +471,9 @@ std::optional<ConfigError> apply_shared_cache(const std::string& path, const tom
             return ConfigError{where(path, key.source()) + "unknown option 'shared-cache." +
                                std::string(key.str()) + "'"};
         }
-        if (auto err = it->second(value, shared)) {
+        if (auto err = it->second(value, shared); !err) {
             return ConfigError{where(path, value.source()) + "shared-cache." +
-                               std::string(key.str()) + ": " + *err};
+                               std::string(key.str()) + ": " + err.error()};
         }
     }
     if (shared.redis && !shared.redis_cluster.empty()) {
@@ -492,28 +505,26 @@ std::optional<ConfigError> apply_forwards(const std::string& path, const toml::n
         zone.line = item.source().begin.line;
         for (const auto& [key, value] : *t) {
             const std::string k(key.str());
-            std::optional<std::string> err;
+            Result<void> err;
             if (k == "domains") {
-                err =
-                    each_string(value, [&](const std::string& text) -> std::optional<std::string> {
-                        auto domain = normalize_domain(text);
-                        if (!domain) return "bad domain '" + text + "'";
-                        zone.domains.push_back(*domain);
-                        return std::nullopt;
-                    });
+                err = each_string(value, [&](const std::string& text) -> Result<void> {
+                    auto domain = normalize_domain(text);
+                    if (!domain) return Error{"bad domain '" + text + "'"};
+                    zone.domains.push_back(*domain);
+                    return {};
+                });
             } else if (k == "upstreams") {
-                err =
-                    each_string(value, [&](const std::string& text) -> std::optional<std::string> {
-                        auto address = parse_upstream_address(text);
-                        if (!address) {
-                            return "bad address '" + text +
-                                   "' (expected ADDR[:PORT] or tls://ADDR[:PORT][#NAME])";
-                        }
-                        zone.upstreams.push_back(*address);
-                        return std::nullopt;
-                    });
-                if (!err && zone.upstreams.size() > kMaxUpstreams) {
-                    err = "at most " + std::to_string(kMaxUpstreams) + " upstreams";
+                err = each_string(value, [&](const std::string& text) -> Result<void> {
+                    auto address = parse_upstream_address(text);
+                    if (!address) {
+                        return Error{"bad address '" + text +
+                                     "' (expected ADDR[:PORT] or tls://ADDR[:PORT][#NAME])"};
+                    }
+                    zone.upstreams.push_back(*address);
+                    return {};
+                });
+                if (err && zone.upstreams.size() > kMaxUpstreams) {
+                    err = Error{"at most " + std::to_string(kMaxUpstreams) + " upstreams"};
                 }
             } else if (k == "no-cache") {
                 bool no_cache = false;
@@ -522,7 +533,10 @@ std::optional<ConfigError> apply_forwards(const std::string& path, const toml::n
             } else {
                 return ConfigError{where(path, key.source()) + "forward: unknown key '" + k + "'"};
             }
-            if (err) return ConfigError{where(path, value.source()) + "forward." + k + ": " + *err};
+            if (!err) {
+                return ConfigError{where(path, value.source()) + "forward." + k + ": " +
+                                   err.error()};
+            }
         }
         if (zone.domains.empty() || zone.upstreams.empty()) {
             return ConfigError{where(path, item.source()) +
@@ -561,8 +575,9 @@ std::optional<ConfigError> apply_table(const std::string& path, const toml::tabl
             return ConfigError{where(path, key.source()) + "unknown option '" +
                                std::string(key.str()) + "'"};
         }
-        if (auto err = it->second(node, config)) {
-            return ConfigError{where(path, node.source()) + std::string(key.str()) + ": " + *err};
+        if (auto err = it->second(node, config); !err) {
+            return ConfigError{where(path, node.source()) + std::string(key.str()) + ": " +
+                               err.error()};
         }
     }
     if (config.min_ttl > config.max_ttl) {
@@ -601,6 +616,24 @@ std::optional<ConfigError> load_config_text(std::string_view text, const std::st
         return parse_error(source, e);
     }
     return apply_table(source, root, config);
+}
+
+Result<void> set_config_key(Config& config, std::string_view key, TextAs as,
+                            const std::vector<std::string>& texts) {
+    const auto& table = setters();
+    auto it = table.find(key);
+    if (it == table.end()) return Error{"unknown option '" + std::string(key) + "'"};
+    if (as == TextAs::List) {
+        toml::array list;
+        for (const std::string& text : texts) list.push_back(text);
+        return it->second(list, config);
+    }
+    if (texts.size() != 1) return Error{"expected one value"};
+    if (int64_t n = 0; as == TextAs::Integer && whole_number(texts[0], n)) {
+        return it->second(toml::value<int64_t>(n), config);
+    }
+    // Not a number: the setter says what it expected, as for a string in the file.
+    return it->second(toml::value<std::string>(texts[0]), config);
 }
 
 }  // namespace nscache

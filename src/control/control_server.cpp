@@ -8,9 +8,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "cache/cache_file.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "control/cache_file.h"
 #include "control/control_sockets.h"
 #include "control/state_dir.h"
 #include "dns/name.h"
@@ -92,30 +92,22 @@ void ControlServer::start() {
 }
 
 void ControlServer::post_live_options(ControlLiveOptions options) {
-    {
-        MutexLock lock(live_mu_);
-        live_pending_ = std::move(options);
-    }
-    loop_.wake();
+    live_pending_.post(std::move(options));
 }
 
 void ControlServer::adopt_live_options() {
-    std::optional<ControlLiveOptions> next;
-    {
-        MutexLock lock(live_mu_);
-        next.swap(live_pending_);
-    }
-    if (!next) return;
-    options_.metrics_allow = std::move(next->metrics_allow);
-    options_.state_dir = std::move(next->state_dir);
-    options_.ttl_policy = next->ttl_policy;
-    const bool same = next->metrics_listen.has_value() == options_.metrics_listen.has_value() &&
-                      (!next->metrics_listen || *next->metrics_listen == *options_.metrics_listen);
+    ControlLiveOptions next;
+    if (!live_pending_.take_latest(next)) return;
+    options_.metrics_allow = std::move(next.metrics_allow);
+    options_.state_dir = std::move(next.state_dir);
+    options_.ttl_policy = next.ttl_policy;
+    const bool same = next.metrics_listen.has_value() == options_.metrics_listen.has_value() &&
+                      (!next.metrics_listen || *next.metrics_listen == *options_.metrics_listen);
     if (same) return;
     metrics_listener_.reset();
     if (metrics_fd_ >= 0) close(metrics_fd_);
     metrics_fd_ = -1;
-    options_.metrics_listen = next->metrics_listen;
+    options_.metrics_listen = next.metrics_listen;
     if (options_.metrics_listen) {
         open_metrics(*options_.metrics_listen);
     } else {
@@ -246,20 +238,18 @@ std::string ControlServer::file_command(const std::string& command, const std::s
     std::string error;
     const auto path = resolve_state_path(options_.state_dir, name, error);
     if (!path) return "error: " + error + "\n";
-    const CacheFileResult r =
+    const Result<uint64_t> r =
         command == "dump"
-            ? dump_cache(cache_, *path, monotonic_ms(), wall_ms())
-            : load_cache(cache_, *path, options_.ttl_policy, monotonic_ms(), wall_ms());
-    if (!r.ok) {
-        log_warning("control: %s %s failed: %s", command.c_str(), path->c_str(), r.error.c_str());
-        return "error: " + r.error + "\n";
+            ? cache::dump_cache(cache_, *path, monotonic_ms(), wall_ms())
+            : cache::load_cache(cache_, *path, options_.ttl_policy, monotonic_ms(), wall_ms());
+    if (!r) {
+        log_warning("control: %s %s failed: %s", command.c_str(), path->c_str(), r.error().c_str());
+        return "error: " + r.error() + "\n";
     }
     log_info("control: %s %llu entries %s %s", command == "dump" ? "dumped" : "loaded",
-             static_cast<unsigned long long>(r.entries), command == "dump" ? "to" : "from",
-             path->c_str());
-    return "ok\n" + std::string(command == "dump" ? "dumped " : "loaded ") +
-           std::to_string(r.entries) + " entries " + (command == "dump" ? "to " : "from ") + *path +
-           "\n";
+             static_cast<unsigned long long>(*r), command == "dump" ? "to" : "from", path->c_str());
+    return "ok\n" + std::string(command == "dump" ? "dumped " : "loaded ") + std::to_string(*r) +
+           " entries " + (command == "dump" ? "to " : "from ") + *path + "\n";
 }
 
 }  // namespace nscache::control

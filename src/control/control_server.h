@@ -24,7 +24,7 @@
 #include "cache/cache.h"
 #include "common/event_loop.h"
 #include "common/listener.h"
-#include "common/mutex.h"
+#include "common/mailbox.h"
 #include "common/slot_table.h"
 #include "config/address.h"
 #include "control/control_connection.h"
@@ -91,9 +91,6 @@ class ControlServer final : private ConnectionOwner {
     void adopt_live_options();
     void open_metrics(const SocketAddress& address);
 
-    Mutex live_mu_;
-    std::optional<ControlLiveOptions> live_pending_ NSCACHE_GUARDED_BY(live_mu_);
-
     ControlOptions options_;
     cache::Cache& cache_;
     StatsSources stats_;
@@ -102,6 +99,7 @@ class ControlServer final : private ConnectionOwner {
     int metrics_fd_ = -1;
     // Declared before what registers with it: destroyed after them.
     EventLoop loop_;
+    Mailbox<ControlLiveOptions> live_pending_{loop_};  // from post_live_options()
     std::unique_ptr<Listener> control_listener_;
     std::unique_ptr<Listener> metrics_listener_;
     SlotTable<std::unique_ptr<ControlConnection>> connections_;

@@ -15,15 +15,10 @@ uint64_t id_of(uint64_t cookie) {
     return (cookie >> 32) << 32 | (cookie & 0xFFFFFFFFu) >> 1;
 }
 
-// The cache rules host lookups follow, the same as the DNS pipeline's under these settings.
-hostdb::HostCachePolicy cache_policy(const server::Settings& s) {
-    return {s.config.prefetch, s.config.serve_expired, s.config.stale_answer_timeout_ms};
-}
-
 }  // namespace
 
 HostFront::HostFront(upstream::ResolverShared& resolver, WorkerCounters& counters,
-                     uint32_t worker_index, server::SettingsPtr settings, HostFrontOptions options,
+                     uint32_t worker_index, upstream::ForwardingSettingsPtr settings, HostFrontOptions options,
                      const Clock& clock)
     : counters_(counters),
       loop_(clock),
@@ -60,7 +55,7 @@ void HostFront::host_done(uint64_t cookie, const hostdb::HostAnswer& answer) {
 
 void HostFront::begin() {
     loop_.refresh_now();
-    lookup_.apply(settings_->routing, settings_->resolver, cache_policy(*settings_));
+    lookup_.apply(settings_->routing, settings_->resolver, settings_->cache_policy);
     // The daemon answers /etc/hosts itself: one read per change, told to every protocol.
     lookup_.open([this] {
         for (size_t i = 0; i < protocol_count_; ++i) protocols_[i]->hosts_changed();
@@ -69,9 +64,9 @@ void HostFront::begin() {
 }
 
 void HostFront::on_wake() {
-    server::SettingsPtr next;
+    upstream::ForwardingSettingsPtr next;
     if (mailbox_.take_latest(next)) {
-        lookup_.apply(next->routing, next->resolver, cache_policy(*next));
+        lookup_.apply(next->routing, next->resolver, next->cache_policy);
         settings_ = std::move(next);
     }
     lookup_.drain();

@@ -32,8 +32,8 @@
 #include "common/mailbox.h"
 #include "common/request_connection.h"
 #include "hostdb/host_lookup.h"
-#include "server/settings.h"
 #include "upstream/completion.h"
+#include "upstream/forwarding_settings.h"
 #include "upstream/resolver.h"
 
 namespace nscache::front {
@@ -70,7 +70,7 @@ class HostFront final : public hostdb::HostSink {
 
     // `worker_index`: this thread's index among the resolver's completion queues.
     HostFront(upstream::ResolverShared& resolver, WorkerCounters& counters, uint32_t worker_index,
-              server::SettingsPtr settings, HostFrontOptions options = {},
+              upstream::ForwardingSettingsPtr settings, HostFrontOptions options = {},
               const Clock& clock = system_clock());
     ~HostFront();
     HostFront(const HostFront&) = delete;
@@ -90,7 +90,7 @@ class HostFront final : public hostdb::HostSink {
                                              uint64_t id);
 
     // Any thread: lookups switch to `settings` (its routing) at the thread's next wake-up.
-    void post_settings(server::SettingsPtr settings) { mailbox_.post(std::move(settings)); }
+    void post_settings(upstream::ForwardingSettingsPtr settings) { mailbox_.post(std::move(settings)); }
 
     // Starts every protocol, then the thread.
     void start();
@@ -111,8 +111,8 @@ class HostFront final : public hostdb::HostSink {
 
     WorkerCounters& counters_;
     EventLoop loop_;
-    server::SettingsPtr settings_;
-    Mailbox<server::SettingsPtr> mailbox_;
+    upstream::ForwardingSettingsPtr settings_;
+    Mailbox<upstream::ForwardingSettingsPtr> mailbox_;
     hostdb::HostLookup lookup_;
     std::array<Protocol*, kMaxProtocols> protocols_{};
     size_t protocol_count_ = 0;

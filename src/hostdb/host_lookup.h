@@ -40,6 +40,7 @@
 #include "hostdb/hosts_file.h"
 #include "hostdb/search_list.h"
 #include "upstream/completion.h"
+#include "upstream/forwarding_settings.h"
 #include "upstream/resolver.h"
 
 namespace nscache::hostdb {
@@ -66,11 +67,7 @@ class HostSink {
 
 // The cache rules a reload may change (config keys prefetch, serve-expired and
 // stale-answer-timeout), as the DNS pipeline reads them.
-struct HostCachePolicy {
-    bool prefetch = true;
-    bool serve_expired = false;
-    uint32_t stale_answer_timeout_ms = 1800;
-};
+using HostCachePolicy = upstream::CachePolicy;
 
 struct HostLookupOptions {
     HostsFile::Paths hosts;

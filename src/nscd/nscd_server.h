@@ -56,7 +56,9 @@ class NscdServer final : public front::Protocol {
     // Any thread: after a cache flush, nothing published before it may be served.
     void invalidate_map();
     // Any thread: the front's thread switches to `settings` (its routing) at its next wake-up.
-    void post_settings(server::SettingsPtr settings) { front_.post_settings(std::move(settings)); }
+    void post_settings(upstream::ForwardingSettingsPtr settings) {
+        front_.post_settings(std::move(settings));
+    }
     // The map's records and how often it was flushed or rotated (tests).
     size_t map_entries() const { return map_.entries(); }
     uint64_t map_rotations() const { return map_.rotations(); }

@@ -44,7 +44,9 @@ class NssServer final : public front::Protocol {
     // Any thread: after a cache flush, nothing published before it may be served.
     void invalidate_map() { map_.invalidate_all(); }
     // Any thread: the front's thread switches to `settings` (its routing) at its next wake-up.
-    void post_settings(server::SettingsPtr settings) { front_.post_settings(std::move(settings)); }
+    void post_settings(upstream::ForwardingSettingsPtr settings) {
+        front_.post_settings(std::move(settings));
+    }
     // The map's generation (tests: a hosts file edit or a flush bumps it once).
     uint32_t map_generation() const { return map_.generation(); }
 

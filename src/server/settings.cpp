@@ -17,6 +17,7 @@ SettingsPtr make_settings(const Config& c, std::shared_ptr<const upstream::Routi
                                : std::make_shared<RateLimiter>(c.rate_limit, c.rate_limit_burst);
     }
     s->routing = std::move(routing);
+    s->cache_policy = {c.prefetch, c.serve_expired, c.stale_answer_timeout_ms};
     upstream::ResolverOptions& o = s->resolver;
     o.query_timeout_ms = c.query_timeout_ms;
     o.max_outstanding = max_upstream_queries;

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Settings: everything a reload may change, as one immutable snapshot built from a Config.
-// The main thread builds a new one on SIGHUP, `nscache reload` or a changed resolv.conf and
-// posts it to every worker (and the NSS thread); each swaps its pointer on its own thread,
-// between two events, so a query is handled start to finish under one set of settings and no
-// lock or atomic is read per query. What cannot change without a restart (listen addresses,
-// threads, user, socket paths, the UDP buffer size) is read from the Config at start only.
+// Settings: what a DNS worker reads of everything a reload may change, as one immutable
+// snapshot built from a Config (the routing and ResolverOptions it shares with the host
+// fronts, plus the server's own: access lists, rate limit, TCP limits). The daemon builds a
+// new one on SIGHUP, `nscache reload` or a changed watched file (daemon/thread_settings.h)
+// and posts it to every worker; each swaps its pointer on its own thread, between two
+// events, so a query is handled start to finish under one set of settings and no lock or
+// atomic is read per query. What cannot change without a restart (listen addresses, threads,
+// user, socket paths, the UDP buffer size) is read from the Config at start only.
 #pragma once
 
 #include <memory>
@@ -13,18 +15,16 @@
 #include "server/access_list.h"
 #include "server/rate_limiter.h"
 #include "server/tcp_shared.h"
-#include "upstream/resolver.h"
-#include "upstream/routing.h"
+#include "upstream/forwarding_settings.h"
 
 namespace nscache::server {
 
-struct Settings {
+// A ForwardingSettings too: the same snapshot goes to the fronts as that part only.
+struct Settings : upstream::ForwardingSettings {
     Config config;
     AccessList access{{}};
     AccessList snoop{{}};                       // who may ask without RD (allow-snoop)
     std::shared_ptr<RateLimiter> rate_limiter;  // null: no rate limit
-    std::shared_ptr<const upstream::Routing> routing;
-    upstream::ResolverOptions resolver;
     TcpLimits tcp;
 };
 

@@ -82,8 +82,8 @@ void Worker::on_wake() {
 }
 
 void Worker::adopt_posted_settings() {
-    SettingsPtr next = mailbox_.take();
-    if (!next) return;
+    SettingsPtr next;
+    if (!mailbox_.take_latest(next)) return;
     // Everything that points into the old settings switches before they are released.
     pipeline_.apply(*next);
     resolver_.apply(next->routing, next->resolver);

@@ -12,9 +12,9 @@
 #include "common/counters.h"
 #include "common/event_loop.h"
 #include "common/listener.h"
+#include "common/mailbox.h"
 #include "server/query_pipeline.h"
 #include "server/server_shared.h"
-#include "server/settings_mailbox.h"
 #include "server/tcp_connection.h"
 #include "server/udp_socket.h"
 #include "upstream/completion.h"
@@ -36,10 +36,7 @@ class Worker final : public ReplySender {
     void run();
     void request_stop() { loop_.request_stop(); }
     // Any thread: the worker switches to `settings` at its next wake-up.
-    void post_settings(SettingsPtr settings) {
-        mailbox_.post(std::move(settings));
-        loop_.wake();
-    }
+    void post_settings(SettingsPtr settings) { mailbox_.post(std::move(settings)); }
 
     void send_reply(const PendingClient& client, std::span<const uint8_t> reply) override;
 
@@ -55,8 +52,8 @@ class Worker final : public ReplySender {
     void accept_tcp(int fd, const sockaddr_storage& peer, socklen_t length);
 
     SettingsPtr settings_;  // what this worker uses now; the pipeline points into it
-    SettingsMailbox mailbox_;
     EventLoop loop_;
+    Mailbox<SettingsPtr> mailbox_{loop_};
     WorkerCounters& counters_;
     upstream::CompletionQueue queue_;
     upstream::Resolver resolver_;

@@ -25,6 +25,7 @@
 #include "upstream/forwarder.h"
 #include "upstream/inflight.h"
 #include "upstream/question.h"
+#include "upstream/resolver_options.h"
 #include "upstream/routing.h"
 #include "upstream/stream_connection.h"
 #include "upstream/tls_client.h"
@@ -33,26 +34,6 @@
 #include "upstream/upstream_set.h"
 
 namespace nscache::upstream {
-
-struct ResolverOptions {
-    uint32_t query_timeout_ms = 2000;
-    // Upstream queries one worker keeps in flight at most; past this, misses get SERVFAIL at
-    // once (config max-upstream-queries, lowered at start to fit the descriptor limit).
-    uint32_t max_outstanding = 4096;
-    FailurePolicy failures;
-    uint16_t edns_buffer_size = 1232;
-    cache::TtlPolicy ttl;
-    uint32_t local_ttl_s = 300;  // local names, localhost, NXDOMAIN zones kept local
-    std::string chaos_version;   // empty: CHAOS queries are REFUSED
-    std::string chaos_id;
-    UdpPoolOptions udp_pool;
-    uint64_t stream_idle_timeout_ms = 10'000;  // upstream TCP and TLS connections
-    TlsAuth tls_auth = TlsAuth::Strict;
-    bool upstream_cookies = true;  // DNS cookies (RFC 7873) on UDP queries
-    // The second-level cache in Redis ([shared-cache]); off unless it names a server. Read
-    // from the options at start (ResolverShared's) only: a reload keeps it.
-    SharedCacheConfig shared_cache;
-};
 
 // What the resolvers of all workers share. Settings that a reload changes (the routing and
 // ResolverOptions) are not here: each Resolver holds its own and swaps them on its thread.

@@ -315,3 +315,56 @@ TEST(UpstreamAddress, TlsSettingsFromTheFile) {
 
 }  // namespace
 }  // namespace nscache
+
+namespace nscache {
+namespace {
+
+// What the file says after "FILE:LINE: KEY: " for `toml` (one line).
+std::string file_message(const std::string& toml, const std::string& key) {
+    Config c;
+    const auto err = load_config_text(toml, "test", c);
+    if (!err) return "(accepted)";
+    const std::string head = "test:1: " + key + ": ";
+    EXPECT_EQ(err->message.rfind(head, 0), 0u) << err->message;
+    return err->message.substr(head.size());
+}
+
+std::string flag_message(const std::string& key, TextAs as, const std::vector<std::string>& texts) {
+    Config c;
+    const Result<void> set = set_config_key(c, key, as, texts);
+    return set ? "(accepted)" : set.error();
+}
+
+// A flag of `nscache serve` and the file's key of the same name: one value, one message.
+TEST(SetConfigKey, GivesTheFilesMessageForTheSameValue) {
+    EXPECT_EQ(flag_message("threads", TextAs::Integer, {"2000"}),
+              file_message("threads = 2000", "threads"));
+    EXPECT_EQ(flag_message("threads", TextAs::Integer, {"many"}),
+              file_message("threads = \"many\"", "threads"));
+    EXPECT_EQ(flag_message("cache-size", TextAs::String, {"12X"}),
+              file_message("cache-size = \"12X\"", "cache-size"));
+    EXPECT_EQ(flag_message("listen", TextAs::List, {"999.1.1.1:53"}),
+              file_message("listen = [\"999.1.1.1:53\"]", "listen"));
+    EXPECT_EQ(flag_message("upstream", TextAs::List, {"300.0.0.1"}),
+              file_message("upstream = [\"300.0.0.1\"]", "upstream"));
+    EXPECT_EQ(flag_message("nscd-socket", TextAs::String, {"relative"}),
+              file_message("nscd-socket = \"relative\"", "nscd-socket"));
+    EXPECT_EQ(flag_message("no-such-key", TextAs::String, {"x"}), "unknown option 'no-such-key'");
+}
+
+TEST(SetConfigKey, SetsTheValueAsTheFileWould) {
+    Config c;
+    ASSERT_TRUE(set_config_key(c, "threads", TextAs::Integer, {"3"}));
+    EXPECT_EQ(c.threads, 3u);
+    ASSERT_TRUE(set_config_key(c, "cache-size", TextAs::String, {"64M"}));
+    EXPECT_EQ(c.cache_size, size_t{64} << 20);
+    ASSERT_TRUE(set_config_key(c, "control", TextAs::String, {"123"}));  // a path, not a number
+    EXPECT_EQ(c.control, "123");
+    ASSERT_TRUE(set_config_key(c, "listen", TextAs::List, {"127.0.0.1:53", "[::1]:53"}));
+    EXPECT_EQ(c.listen.size(), 2u);
+    std::vector<std::string> too_many(kMaxUpstreams + 1, "192.0.2.1");
+    EXPECT_FALSE(set_config_key(c, "upstream", TextAs::List, too_many));
+}
+
+}  // namespace
+}  // namespace nscache

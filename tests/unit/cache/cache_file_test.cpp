@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "control/cache_file.h"
+#include "cache/cache_file.h"
 
 #include <gtest/gtest.h>
 
@@ -13,9 +13,11 @@
 #include <iterator>
 #include <string>
 
-#include "../cache/cache_test_support.h"
+#include "cache_test_support.h"
+#include "common/hash.h"
+#include "dns/wire.h"
 
-namespace nscache::control {
+namespace nscache::cache {
 namespace {
 
 using cache::testing::ClientQuery;
@@ -68,15 +70,15 @@ TEST_F(CacheFileTest, RoundTripKeepsUnexpiredEntriesWithRemainingTtl) {
         store(before, "n" + std::to_string(i) + ".example.test", 300, kNow);
     store(before, "short.example.test", 5, kNow);
     auto dumped = dump_cache(before, path_, kNow + 2000, kWall);
-    ASSERT_TRUE(dumped.ok) << dumped.error;
-    EXPECT_EQ(dumped.entries, 101u);
+    ASSERT_TRUE(dumped.ok()) << dumped.error();
+    EXPECT_EQ(dumped.value(), 101u);
 
     // Loaded 10 s later, in a new process whose monotonic clock starts elsewhere.
     cache::Cache after(cache::CacheConfig{.budget_bytes = 1 << 20});
     const uint64_t later = 42'000;
     auto loaded = load_cache(after, path_, kPolicy, later, kWall + 10'000);
-    ASSERT_TRUE(loaded.ok) << loaded.error;
-    EXPECT_EQ(loaded.entries, 100u);  // the 5 s entry expired in between
+    ASSERT_TRUE(loaded.ok()) << loaded.error();
+    EXPECT_EQ(loaded.value(), 100u);  // the 5 s entry expired in between
     auto r = find(after, "n7.example.test", later);
     ASSERT_EQ(r.freshness, cache::Freshness::Fresh);
     EXPECT_EQ(ttl_of(r, "n7.example.test"), 300u - 12u);  // 2 s before the dump + 10 s since
@@ -86,7 +88,7 @@ TEST_F(CacheFileTest, RoundTripKeepsUnexpiredEntriesWithRemainingTtl) {
 TEST_F(CacheFileTest, DamagedFilesAreRejectedWhole) {
     cache::Cache c(cache::CacheConfig{.budget_bytes = 1 << 20});
     for (int i = 0; i < 10; ++i) store(c, "n" + std::to_string(i) + ".example.test", 300, kNow);
-    ASSERT_TRUE(dump_cache(c, path_, kNow, kWall).ok);
+    ASSERT_TRUE(dump_cache(c, path_, kNow, kWall).ok());
     std::ifstream in(path_, std::ios::binary);
     const std::vector<uint8_t> good((std::istreambuf_iterator<char>(in)), {});
 
@@ -94,18 +96,19 @@ TEST_F(CacheFileTest, DamagedFilesAreRejectedWhole) {
     auto truncated = good;
     truncated.resize(good.size() / 2);
     EXPECT_FALSE(
-        load_cache_bytes(fresh, truncated.data(), truncated.size(), kPolicy, kNow, kWall).ok);
+        load_cache_bytes(fresh, truncated.data(), truncated.size(), kPolicy, kNow, kWall).ok());
 
     auto flipped = good;
     flipped[good.size() / 2] ^= 0x40;
-    EXPECT_FALSE(load_cache_bytes(fresh, flipped.data(), flipped.size(), kPolicy, kNow, kWall).ok);
+    EXPECT_FALSE(
+        load_cache_bytes(fresh, flipped.data(), flipped.size(), kPolicy, kNow, kWall).ok());
 
     const std::string foreign = "#!/bin/sh\necho this is not a cache file at all, friend\n";
     EXPECT_FALSE(load_cache_bytes(fresh, reinterpret_cast<const uint8_t*>(foreign.data()),
                                   foreign.size(), kPolicy, kNow, kWall)
-                     .ok);
+                     .ok());
     EXPECT_EQ(fresh.counters().entries, 0u);
-    EXPECT_FALSE(load_cache(fresh, "/nonexistent/file", kPolicy, kNow, kWall).ok);
+    EXPECT_FALSE(load_cache(fresh, "/nonexistent/file", kPolicy, kNow, kWall).ok());
 }
 
 TEST_F(CacheFileTest, DumpDoesNotWriteThroughSymlinks) {
@@ -116,7 +119,7 @@ TEST_F(CacheFileTest, DumpDoesNotWriteThroughSymlinks) {
     ASSERT_EQ(symlink(victim().c_str(), (path_ + ".tmp").c_str()), 0);
     ASSERT_EQ(symlink(victim().c_str(), path_.c_str()), 0);
     auto dumped = dump_cache(c, path_, kNow, kWall);
-    ASSERT_TRUE(dumped.ok) << dumped.error;
+    ASSERT_TRUE(dumped.ok()) << dumped.error();
     EXPECT_EQ(read_file(victim()), "precious");
     struct stat st {};
     ASSERT_EQ(lstat(path_.c_str(), &st), 0);
@@ -127,32 +130,32 @@ TEST_F(CacheFileTest, DumpDoesNotWriteThroughSymlinks) {
 TEST_F(CacheFileTest, LoadRefusesSymlinksAndFifos) {
     cache::Cache c(cache::CacheConfig{.budget_bytes = 1 << 20});
     store(c, "n.example.test", 300, kNow);
-    ASSERT_TRUE(dump_cache(c, path_, kNow, kWall).ok);
+    ASSERT_TRUE(dump_cache(c, path_, kNow, kWall).ok());
     const std::string link = path_ + ".link";
     ASSERT_EQ(symlink(path_.c_str(), link.c_str()), 0);
     cache::Cache fresh(cache::CacheConfig{.budget_bytes = 1 << 20});
     auto loaded = load_cache(fresh, link, kPolicy, kNow, kWall);
-    EXPECT_FALSE(loaded.ok);
-    EXPECT_NE(loaded.error.find("symbolic link"), std::string::npos) << loaded.error;
+    EXPECT_FALSE(loaded.ok());
+    EXPECT_NE(loaded.error().find("symbolic link"), std::string::npos) << loaded.error();
     EXPECT_EQ(fresh.counters().entries, 0u);
 
     // A FIFO would block a plain open() until a writer comes: it is refused at once.
     ASSERT_EQ(mkfifo(victim().c_str(), 0600), 0);
     loaded = load_cache(fresh, victim(), kPolicy, kNow, kWall);
-    EXPECT_FALSE(loaded.ok);
-    EXPECT_NE(loaded.error.find("not a regular file"), std::string::npos) << loaded.error;
+    EXPECT_FALSE(loaded.ok());
+    EXPECT_NE(loaded.error().find("not a regular file"), std::string::npos) << loaded.error();
 }
 
 TEST_F(CacheFileTest, LoadAppliesTheTtlPolicy) {
     cache::Cache before(cache::CacheConfig{.budget_bytes = 1 << 20});
     store(before, "long.example.test", 86400, kNow);
-    ASSERT_TRUE(dump_cache(before, path_, kNow, kWall).ok);
+    ASSERT_TRUE(dump_cache(before, path_, kNow, kWall).ok());
 
     cache::Cache after(cache::CacheConfig{.budget_bytes = 1 << 20});
     auto loaded =
         load_cache(after, path_, cache::TtlPolicy{.min_ttl = 0, .max_ttl = 60}, kNow, kWall);
-    ASSERT_TRUE(loaded.ok) << loaded.error;
-    EXPECT_EQ(loaded.entries, 1u);
+    ASSERT_TRUE(loaded.ok()) << loaded.error();
+    EXPECT_EQ(loaded.value(), 1u);
     auto r = find(after, "long.example.test", kNow);
     ASSERT_EQ(r.freshness, cache::Freshness::Fresh);
     EXPECT_EQ(ttl_of(r, "long.example.test"), 60u);
@@ -162,9 +165,10 @@ TEST_F(CacheFileTest, LoadAppliesTheTtlPolicy) {
     // min-ttl raises a short one the same way.
     cache::Cache raised(cache::CacheConfig{.budget_bytes = 1 << 20});
     store(before, "short.example.test", 5, kNow);
-    ASSERT_TRUE(dump_cache(before, path_, kNow, kWall).ok);
+    ASSERT_TRUE(dump_cache(before, path_, kNow, kWall).ok());
     ASSERT_TRUE(
-        load_cache(raised, path_, cache::TtlPolicy{.min_ttl = 30, .max_ttl = 60}, kNow, kWall).ok);
+        load_cache(raised, path_, cache::TtlPolicy{.min_ttl = 30, .max_ttl = 60}, kNow, kWall)
+            .ok());
     EXPECT_EQ(ttl_of(find(raised, "short.example.test", kNow), "short.example.test"), 30u);
 }
 
@@ -180,13 +184,13 @@ TEST_F(CacheFileTest, NxdomainCutMarkersAreNotDumpedAndComeBackWithTheirNxdomain
                   kNow);
     store(before, "kept.example.test", 300, kNow);
     auto dumped = dump_cache(before, path_, kNow, kWall);
-    ASSERT_TRUE(dumped.ok) << dumped.error;
-    EXPECT_EQ(dumped.entries, 2u);
+    ASSERT_TRUE(dumped.ok()) << dumped.error();
+    EXPECT_EQ(dumped.value(), 2u);
 
     cache::Cache after(cache::CacheConfig{.budget_bytes = 1 << 20});
     auto loaded = load_cache(after, path_, kPolicy, kNow, kWall);
-    ASSERT_TRUE(loaded.ok) << loaded.error;
-    EXPECT_EQ(loaded.entries, 2u);
+    ASSERT_TRUE(loaded.ok()) << loaded.error();
+    EXPECT_EQ(loaded.value(), 2u);
     ClientQuery below("a.gone.example.test", dns::rtype::A);
     const cache::CacheKey key{below.lower.view(), dns::rtype::A, 1, 0};
     EXPECT_EQ(after
@@ -197,9 +201,9 @@ TEST_F(CacheFileTest, NxdomainCutMarkersAreNotDumpedAndComeBackWithTheirNxdomain
 }
 
 }  // namespace
-}  // namespace nscache::control
+}  // namespace nscache::cache
 
-namespace nscache::control {
+namespace nscache::cache {
 namespace {
 
 // An upstream's Extended DNS Errors are part of its cached answer, across a restart too.
@@ -209,9 +213,9 @@ TEST_F(CacheFileTest, ExtendedErrorsSurviveDumpAndLoad) {
     answer.ede = {0, 15, 0, 2, 0, 6};
     ClientQuery q("ede.example.test", dns::rtype::A);
     before.insert(cache::CacheKey{q.lower.view(), dns::rtype::A, 1, 0}, answer, kNow);
-    ASSERT_TRUE(dump_cache(before, path_, kNow, kWall).ok);
+    ASSERT_TRUE(dump_cache(before, path_, kNow, kWall).ok());
     cache::Cache after(cache::CacheConfig{.budget_bytes = 1 << 20});
-    ASSERT_TRUE(load_cache(after, path_, kPolicy, kNow, kWall).ok);
+    ASSERT_TRUE(load_cache(after, path_, kPolicy, kNow, kWall).ok());
     std::vector<cache::EntrySnapshot> entries;
     for (size_t shard = 0; shard < after.shard_count(); ++shard) {
         for (size_t slice = 0; slice < after.slices_per_shard(); ++slice) {
@@ -222,5 +226,38 @@ TEST_F(CacheFileTest, ExtendedErrorsSurviveDumpAndLoad) {
     EXPECT_EQ(entries[0].answer.ede, answer.ede);
 }
 
+// A file as the code wrote it before the checksum moved to common/hash.h (one entry, one
+// shard, fixed clocks): it still loads, and the same cache is written byte for byte alike.
+constexpr uint8_t kFileOfBefore[] = {
+    0x4e, 0x53, 0x43, 0x41, 0x43, 0x48, 0x45, 0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00,
+    0x15, 0x06, 0x67, 0x6f, 0x6c, 0x64, 0x65, 0x6e, 0x07, 0x65, 0x78, 0x61, 0x6d, 0x70, 0x6c, 0x65,
+    0x04, 0x74, 0x65, 0x73, 0x74, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x2c, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x60, 0x30,
+    0x00, 0x10, 0xc0, 0x0c, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0x01, 0x2c, 0x00, 0x04, 0xc0, 0x00,
+    0x02, 0x01, 0x00, 0x01, 0x00, 0x06, 0x00, 0x45, 0x4e, 0x44, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x01, 0x05, 0x9c, 0xed, 0xfa, 0xaa, 0x06, 0x48, 0x6e};
+
+TEST_F(CacheFileTest, AFileWrittenBeforeLoadsAndTheSameCacheIsWrittenAlike) {
+    const std::string golden(reinterpret_cast<const char*>(kFileOfBefore), sizeof kFileOfBefore);
+    write_file(path_, golden);
+    cache::Cache loaded_into(cache::CacheConfig{.budget_bytes = 1 << 20, .shards = 1});
+    const auto loaded = load_cache(loaded_into, path_, kPolicy, kNow + 2000, kWall);
+    ASSERT_TRUE(loaded.ok()) << loaded.error();
+    EXPECT_EQ(loaded.value(), 1u);
+    EXPECT_EQ(find(loaded_into, "golden.example.test", kNow + 2000).freshness,
+              cache::Freshness::Fresh);
+
+    cache::Cache c(cache::CacheConfig{.budget_bytes = 1 << 20, .shards = 1});
+    store(c, "golden.example.test", 300, kNow);
+    ASSERT_TRUE(dump_cache(c, path_, kNow + 2000, kWall).ok());
+    EXPECT_EQ(read_file(path_), golden);
+    // The trailer's checksum: FNV-1a 64 of everything before it, big-endian.
+    const size_t body = sizeof kFileOfBefore - 20;
+    const uint8_t* trailer_checksum = kFileOfBefore + body + 12;
+    const uint64_t checksum =
+        uint64_t{dns::read_u32(trailer_checksum)} << 32 | dns::read_u32(trailer_checksum + 4);
+    EXPECT_EQ(fnv1a(kFileOfBefore, body), checksum);
+}
+
 }  // namespace
-}  // namespace nscache::control
+}  // namespace nscache::cache

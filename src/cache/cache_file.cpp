@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "control/cache_file.h"
+#include "cache/cache_file.h"
 
 #include "cache/nxdomain_cut.h"
 
@@ -13,12 +13,13 @@
 #include <utility>
 #include <vector>
 
+#include "common/hash.h"
 #include "dns/ede.h"
 #include "dns/name.h"
 #include "dns/response.h"
 #include "dns/wire.h"
 
-namespace nscache::control {
+namespace nscache::cache {
 namespace {
 
 constexpr char kMagic[8] = {'N', 'S', 'C', 'A', 'C', 'H', 'E', '\0'};
@@ -29,15 +30,6 @@ constexpr char kTrailerMagic[4] = {'E', 'N', 'D', '\0'};
 constexpr size_t kHeaderBytes = 8 + 4 + 4;
 constexpr size_t kTrailerBytes = 4 + 8 + 8;
 constexpr size_t kMaxFileBytes = size_t{16} << 30;
-
-uint64_t fnv1a(const uint8_t* data, size_t size) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < size; ++i) {
-        h ^= data[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
 
 class Writer {
   public:
@@ -99,8 +91,8 @@ class Reader {
     bool ok_ = true;
 };
 
-void write_entry(Writer& w, const cache::EntrySnapshot& e, uint64_t now_ms, uint64_t wall_now_ms) {
-    const cache::PreparedAnswer& a = e.answer;
+void write_entry(Writer& w, const EntrySnapshot& e, uint64_t now_ms, uint64_t wall_now_ms) {
+    const PreparedAnswer& a = e.answer;
     w.u8(static_cast<uint8_t>(e.name.size()));
     w.raw(e.name.data(), e.name.size());
     w.u16(e.qtype);
@@ -118,20 +110,20 @@ void write_entry(Writer& w, const cache::EntrySnapshot& e, uint64_t now_ms, uint
     w.raw(a.records.data(), a.records.size());
     w.u16(static_cast<uint16_t>(a.ttl_offsets.size()));
     for (uint16_t off : a.ttl_offsets) w.u16(off);
-    const size_t ede = a.ede.size() <= cache::kMaxEdeBytes ? a.ede.size() : 0;
+    const size_t ede = a.ede.size() <= kMaxEdeBytes ? a.ede.size() : 0;
     w.u8(static_cast<uint8_t>(ede));
     w.raw(a.ede.data(), ede);
 }
 
 // An entry read back, checked by parsing it as the DNS message it was cut from.
 struct LoadedEntry {
-    cache::EntrySnapshot snapshot;
+    EntrySnapshot snapshot;
     uint64_t born_wall_ms = 0;
 };
 
-bool read_entry(Reader& r, uint32_t version, const cache::TtlPolicy& policy, LoadedEntry& out) {
-    cache::EntrySnapshot& e = out.snapshot;
-    cache::PreparedAnswer& a = e.answer;
+bool read_entry(Reader& r, uint32_t version, const TtlPolicy& policy, LoadedEntry& out) {
+    EntrySnapshot& e = out.snapshot;
+    PreparedAnswer& a = e.answer;
     const uint8_t name_len = r.u8();
     const uint8_t* name = r.take(name_len);
     e.qtype = r.u16();
@@ -148,11 +140,11 @@ bool read_entry(Reader& r, uint32_t version, const cache::TtlPolicy& policy, Loa
     const uint16_t records_len = r.u16();
     const uint8_t* records = r.take(records_len);
     const uint16_t ttl_count = r.u16();
-    if (!r.ok() || name_len == 0 || kind > static_cast<uint8_t>(cache::AnswerKind::ServFail) ||
-        a.rcode > 15 || e.key_flags > (cache::kKeyDo | cache::kKeyCd)) {
+    if (!r.ok() || name_len == 0 || kind > static_cast<uint8_t>(AnswerKind::ServFail) ||
+        a.rcode > 15 || e.key_flags > (kKeyDo | kKeyCd)) {
         return false;
     }
-    a.kind = static_cast<cache::AnswerKind>(kind);
+    a.kind = static_cast<AnswerKind>(kind);
     e.name.assign(name, name + name_len);
     a.records.assign(records, records + records_len);
     a.ttl_offsets.resize(ttl_count);
@@ -196,9 +188,9 @@ bool read_entry(Reader& r, uint32_t version, const cache::TtlPolicy& policy, Loa
     }
     // The TTL rules again, as for an upstream answer: the file may come from a daemon with
     // other limits (or from someone else), and max-ttl must hold for what it brings.
-    auto prepared = cache::prepare_answer(dns::Bytes(msg), scan, policy);
+    auto prepared = prepare_answer(dns::Bytes(msg), scan, policy);
     if (!prepared || prepared->kind != a.kind) return false;
-    if (a.kind == cache::AnswerKind::ServFail) prepared->ttl = std::min(prepared->ttl, a.ttl);
+    if (a.kind == AnswerKind::ServFail) prepared->ttl = std::min(prepared->ttl, a.ttl);
     prepared->ede = std::move(a.ede);  // the rebuilt message has no OPT to carry them
     a = std::move(*prepared);
     return true;
@@ -245,20 +237,18 @@ std::string errno_text() {
 
 }  // namespace
 
-CacheFileResult dump_cache(const cache::Cache& cache, const std::string& path, uint64_t now_ms,
-                           uint64_t wall_now_ms) {
-    CacheFileResult result;
+Result<uint64_t> dump_cache(const Cache& cache, const std::string& path, uint64_t now_ms,
+                            uint64_t wall_now_ms) {
+    uint64_t entries = 0;
     const auto [folder_path, name] = split_path(path);
     if (name.empty() || name == "." || name == "..") {
-        result.error = "not a file name: " + path;
-        return result;
+        return Error{"not a file name: " + path};
     }
     // Everything below is relative to the folder opened once, so the temporary file, the
     // rename and the folder's fsync all happen in the same folder.
     const ScopedFd folder(open(folder_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (folder.get() < 0) {
-        result.error = "cannot open the folder of " + path + ": " + errno_text();
-        return result;
+        return Error{"cannot open the folder of " + path + ": " + errno_text()};
     }
     // One fixed temporary name: a dump cut short by kill -9 leaves a file the next dump
     // replaces, instead of a new stray per process. The stale one is unlinked (a symlink
@@ -266,21 +256,16 @@ CacheFileResult dump_cache(const cache::Cache& cache, const std::string& path, u
     // following links, so the daemon (root, often) never writes through someone's link.
     const std::string tmp = name + ".tmp";
     if (unlinkat(folder.get(), tmp.c_str(), 0) != 0 && errno != ENOENT) {
-        result.error = "cannot remove the stale " + path + ".tmp: " + errno_text();
-        return result;
+        return Error{"cannot remove the stale " + path + ".tmp: " + errno_text()};
     }
     const int fd = openat(folder.get(), tmp.c_str(),
                           O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
-        result.error = "cannot create " + path + ".tmp: " + errno_text();
-        return result;
+        return Error{"cannot create " + path + ".tmp: " + errno_text()};
     }
-    uint64_t checksum_state = 0xcbf29ce484222325ull;
+    uint64_t checksum_state = kFnv1aBasis;
     auto emit = [&](Writer& w) -> bool {
-        for (uint8_t b : w.bytes) {
-            checksum_state ^= b;
-            checksum_state *= 0x100000001b3ull;
-        }
+        checksum_state = fnv1a(w.bytes.data(), w.bytes.size(), checksum_state);
         const bool ok = write_all(fd, w.bytes);
         w.bytes.clear();
         return ok;
@@ -290,22 +275,22 @@ CacheFileResult dump_cache(const cache::Cache& cache, const std::string& path, u
     w.u32(kVersion);
     w.u32(0);
     bool ok = emit(w);
-    std::vector<cache::EntrySnapshot> slice;
+    std::vector<EntrySnapshot> slice;
     for (size_t shard = 0; ok && shard < cache.shard_count(); ++shard) {
         for (size_t s = 0; ok && s < cache.slices_per_shard(); ++s) {
             slice.clear();
             cache.snapshot_slice(shard, s, now_ms, slice);
             for (const auto& e : slice) {
                 // A marker is rebuilt by the cache from its NXDOMAIN when that is loaded.
-                if (e.qtype == cache::kNxdomainMarkerType) continue;
+                if (e.qtype == kNxdomainMarkerType) continue;
                 write_entry(w, e, now_ms, wall_now_ms);
-                ++result.entries;
+                ++entries;
             }
             ok = emit(w);
         }
     }
     w.raw(kTrailerMagic, sizeof kTrailerMagic);
-    w.u64(result.entries);
+    w.u64(entries);
     const uint64_t checksum = checksum_state;
     w.u64(checksum);
     ok = ok && write_all(fd, w.bytes) && fsync(fd) == 0;
@@ -313,28 +298,23 @@ CacheFileResult dump_cache(const cache::Cache& cache, const std::string& path, u
     close(fd);
     // rename replaces whatever is at `path`, a symlink included, and never follows it.
     if (!ok || renameat(folder.get(), tmp.c_str(), folder.get(), name.c_str()) != 0) {
-        result.error = "cannot write " + path + ": " + std::strerror(ok ? errno : saved_errno);
+        Error error{"cannot write " + path + ": " + std::strerror(ok ? errno : saved_errno)};
         unlinkat(folder.get(), tmp.c_str(), 0);
-        return result;
+        return error;
     }
     // The rename itself is durable only once the folder is synced.
     fsync(folder.get());
-    result.ok = true;
-    return result;
+    return entries;
 }
 
-CacheFileResult load_cache_bytes(cache::Cache& cache, const uint8_t* data, size_t size,
-                                 const cache::TtlPolicy& policy, uint64_t now_ms,
-                                 uint64_t wall_now_ms) {
-    CacheFileResult result;
+Result<uint64_t> load_cache_bytes(Cache& cache, const uint8_t* data, size_t size,
+                                  const TtlPolicy& policy, uint64_t now_ms, uint64_t wall_now_ms) {
     if (size < kHeaderBytes + kTrailerBytes || std::memcmp(data, kMagic, sizeof kMagic) != 0) {
-        result.error = "not an nscache cache file";
-        return result;
+        return Error{"not an nscache cache file"};
     }
     const uint32_t version = dns::read_u32(data + 8);
     if (version < kOldestVersion || version > kVersion) {
-        result.error = "unsupported cache file version " + std::to_string(version);
-        return result;
+        return Error{"unsupported cache file version " + std::to_string(version)};
     }
     const uint8_t* trailer = data + size - kTrailerBytes;
     Reader tr(trailer, kTrailerBytes);
@@ -343,54 +323,48 @@ CacheFileResult load_cache_bytes(cache::Cache& cache, const uint8_t* data, size_
     const uint64_t checksum = tr.u64();
     if (std::memcmp(magic, kTrailerMagic, 4) != 0 ||
         fnv1a(data, size - kTrailerBytes) != checksum) {
-        result.error = "truncated or corrupt (checksum mismatch)";
-        return result;
+        return Error{"truncated or corrupt (checksum mismatch)"};
     }
     std::vector<LoadedEntry> entries;
     Reader r(data + kHeaderBytes, size - kHeaderBytes - kTrailerBytes);
     while (!r.at_end()) {
         LoadedEntry e;
         if (!read_entry(r, version, policy, e)) {
-            result.error = "corrupt entry " + std::to_string(entries.size() + 1);
-            return result;
+            return Error{"corrupt entry " + std::to_string(entries.size() + 1)};
         }
         entries.push_back(std::move(e));
     }
     if (entries.size() != count) {
-        result.error = "entry count mismatch";
-        return result;
+        return Error{"entry count mismatch"};
     }
+    uint64_t inserted = 0;
     for (const LoadedEntry& e : entries) {
         const uint64_t age_ms = wall_now_ms > e.born_wall_ms ? wall_now_ms - e.born_wall_ms : 0;
         if (age_ms >= uint64_t{e.snapshot.answer.ttl} * 1000) continue;  // expired since the dump
         const uint64_t born_ms = now_ms > age_ms ? now_ms - age_ms : 0;
         const auto& s = e.snapshot;
-        if (s.qtype == cache::kNxdomainMarkerType) continue;  // never stored: see nxdomain_cut.h
-        cache.insert_at(cache::CacheKey{dns::Bytes(s.name), s.qtype, s.qclass, s.key_flags},
-                        s.answer, born_ms, now_ms);
-        ++result.entries;
+        if (s.qtype == kNxdomainMarkerType) continue;  // never stored: see nxdomain_cut.h
+        cache.insert_at(CacheKey{dns::Bytes(s.name), s.qtype, s.qclass, s.key_flags}, s.answer,
+                        born_ms, now_ms);
+        ++inserted;
     }
-    result.ok = true;
-    return result;
+    return inserted;
 }
 
-CacheFileResult load_cache(cache::Cache& cache, const std::string& path,
-                           const cache::TtlPolicy& policy, uint64_t now_ms, uint64_t wall_now_ms) {
-    CacheFileResult result;
+Result<uint64_t> load_cache(Cache& cache, const std::string& path, const TtlPolicy& policy,
+                            uint64_t now_ms, uint64_t wall_now_ms) {
     // O_NOFOLLOW: a symlink is refused, not read through; O_NONBLOCK: a FIFO planted there
     // cannot hold the control thread in open().
     const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
-        result.error = errno == ELOOP ? path + " is a symbolic link: refused"
-                                      : "cannot open " + path + ": " + errno_text();
-        return result;
+        return Error{errno == ELOOP ? path + " is a symbolic link: refused"
+                                    : "cannot open " + path + ": " + errno_text()};
     }
     struct stat st {};
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
         static_cast<size_t>(st.st_size) > kMaxFileBytes) {
         close(fd);
-        result.error = path + " is not a regular file of a sane size";
-        return result;
+        return Error{path + " is not a regular file of a sane size"};
     }
     std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
     size_t done = 0;
@@ -402,12 +376,12 @@ CacheFileResult load_cache(cache::Cache& cache, const std::string& path,
     }
     close(fd);
     if (done != bytes.size()) {
-        result.error = "cannot read " + path;
-        return result;
+        return Error{"cannot read " + path};
     }
-    result = load_cache_bytes(cache, bytes.data(), bytes.size(), policy, now_ms, wall_now_ms);
-    if (!result.ok) result.error = path + ": " + result.error;
-    return result;
+    Result<uint64_t> loaded =
+        load_cache_bytes(cache, bytes.data(), bytes.size(), policy, now_ms, wall_now_ms);
+    if (!loaded) return Error{path + ": " + loaded.error()};
+    return loaded;
 }
 
-}  // namespace nscache::control
+}  // namespace nscache::cache

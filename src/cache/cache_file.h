@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Saving the cache to a file and reading it back (the `cache-file` option, `nscache dump` and
-// `nscache load`). Entries carry absolute (wall-clock) birth times, so what was fresh at dump
-// time is loaded with the TTL it has left, and what has expired since is skipped.
+// Saving the cache to a file and reading it back (the `cache-file` option at start and stop,
+// `nscache dump` and `nscache load` on the control thread; whichever thread calls, the cache
+// is read and filled through its own shard locks). Entries carry absolute (wall-clock) birth times,
+// so what was fresh at dump time is loaded with the TTL it has left, and what has expired since is
+// skipped.
 //
 // Writing is atomic: a temporary file beside the target, fsync, rename, fsync of the folder;
 // a crash at any point leaves the previous file whole. Links are never followed: the
@@ -19,25 +21,21 @@
 
 #include "cache/answer.h"
 #include "cache/cache.h"
+#include "common/result.h"
 
-namespace nscache::control {
+namespace nscache::cache {
 
-struct CacheFileResult {
-    bool ok = false;
-    uint64_t entries = 0;
-    std::string error;  // when !ok: what was wrong, for the log and the control client
-};
-
-CacheFileResult dump_cache(const cache::Cache& cache, const std::string& path, uint64_t now_ms,
-                           uint64_t wall_now_ms);
+// Each returns the number of entries written or inserted, or what was wrong (for the log and
+// the control client).
+Result<uint64_t> dump_cache(const Cache& cache, const std::string& path, uint64_t now_ms,
+                            uint64_t wall_now_ms);
 
 // Parses and checks the file fully before inserting anything.
-CacheFileResult load_cache(cache::Cache& cache, const std::string& path,
-                           const cache::TtlPolicy& policy, uint64_t now_ms, uint64_t wall_now_ms);
+Result<uint64_t> load_cache(Cache& cache, const std::string& path, const TtlPolicy& policy,
+                            uint64_t now_ms, uint64_t wall_now_ms);
 
 // The same check and insertion for bytes already in memory (the fuzz target uses this).
-CacheFileResult load_cache_bytes(cache::Cache& cache, const uint8_t* data, size_t size,
-                                 const cache::TtlPolicy& policy, uint64_t now_ms,
-                                 uint64_t wall_now_ms);
+Result<uint64_t> load_cache_bytes(Cache& cache, const uint8_t* data, size_t size,
+                                  const TtlPolicy& policy, uint64_t now_ms, uint64_t wall_now_ms);
 
-}  // namespace nscache::control
+}  // namespace nscache::cache

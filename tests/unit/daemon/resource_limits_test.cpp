@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "cli/resource_limits.h"
+#include "daemon/resource_limits.h"
 
 #include <gtest/gtest.h>
 
-namespace nscache {
+namespace nscache::daemon {
 namespace {
 
 Config config_with(uint32_t max_upstream_queries) {
@@ -39,8 +39,8 @@ TEST(ResourceLimits, LocalSocketsAndRedisConnectionsAreReserved) {
     c.nss = true;
     c.nscd_socket = "/var/run/nscd/socket";
     const uint32_t fronts = fit_upstream_queries(65'536, c, 4);
-    // Two fronts: two more resolvers, and their clients.
-    EXPECT_LE(uint64_t{fronts} * 6 * kDescriptorsPerUpstreamQuery + 2 * 1024, 65'536u);
+    // Both sockets on the one host front: one more resolver, and the clients of both.
+    EXPECT_LE(uint64_t{fronts} * 5 * kDescriptorsPerUpstreamQuery + 2 * 1024, 65'536u);
     EXPECT_LT(fronts, bare);
     c.shared_cache.redis_cluster = {*parse_socket_address("127.0.0.1:7000", std::nullopt),
                                     *parse_socket_address("127.0.0.1:7001", std::nullopt)};
@@ -48,4 +48,4 @@ TEST(ResourceLimits, LocalSocketsAndRedisConnectionsAreReserved) {
 }
 
 }  // namespace
-}  // namespace nscache
+}  // namespace nscache::daemon

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "cli/supervisor.h"
+#include "daemon/supervisor.h"
 
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -8,17 +8,15 @@
 #include <chrono>
 #include <cstdlib>
 
-#include "cli/resource_limits.h"
 #include "common/log.h"
 #include "config/config_log.h"
-#include "dns/name.h"
 #include "dns/wire.h"
-#include "hostdb/hosts_file.h"
 
-namespace nscache {
+namespace nscache::daemon {
 namespace {
 
 constexpr auto kReloadReplyTimeout = std::chrono::seconds(30);
+constexpr const char* kShuttingDown = "error: the daemon is shutting down\n";
 
 template <typename Address>
 std::string list(const std::vector<Address>& addresses) {
@@ -68,61 +66,16 @@ std::vector<std::string> keep_fixed_options(const Config& running, Config& next)
 
 }  // namespace
 
-LogLevel log_level_of(LogThreshold t) {
-    switch (t) {
-        case LogThreshold::Error:
-            return LogLevel::Error;
-        case LogThreshold::Warning:
-            return LogLevel::Warning;
-        case LogThreshold::Info:
-            return LogLevel::Info;
-        case LogThreshold::Debug:
-            return LogLevel::Debug;
-    }
-    return LogLevel::Info;
-}
-
-void warn_about_settings(const server::Settings& settings) {
-    const Config& config = settings.config;
-    // The cache's budget plus what the daemon needs besides it (measured: ~12 MiB, and
-    // buffers per worker); a cgroup bound below that ends in an OOM kill under load.
-    const uint64_t needed = config.cache_size + (uint64_t{32} << 20) + config.threads * (4u << 20);
-    if (auto max = cgroup_memory_max(); max && *max < needed) {
-        log_warning(
-            "cache-size %zu needs about %llu bytes, more than this cgroup's memory.max "
-            "%llu: lower cache-size or raise MemoryMax",
-            config.cache_size, static_cast<unsigned long long>(needed),
-            static_cast<unsigned long long>(*max));
-    }
-    if (!settings.rate_limiter && settings.access.reaches_beyond_loopback()) {
-        log_warning(
-            "allow reaches beyond loopback and rate-limit is not set: replies to other "
-            "hosts are unlimited (a reflection risk); set rate-limit");
-    }
-}
-
-void flush_local_answers(cache::Cache& cache, const upstream::Routing& routing) {
-    auto bytes = [](const std::string& wire) {
-        return dns::Bytes(reinterpret_cast<const uint8_t*>(wire.data()), wire.size());
-    };
-    for (const std::string& name : routing.local_names()) cache.flush_name(bytes(name));
-    for (const std::string& zone : routing.local_zones()) cache.flush_suffix(bytes(zone));
-    for (const char* chaos : {"version.bind.", "version.server.", "id.server.", "hostname.bind."}) {
-        dns::NameBuffer name = *dns::name_from_text(chaos);
-        cache.flush_name(name.view());
-    }
-}
-
-Supervisor::Supervisor(const ConfigSource& source, server::SettingsPtr settings,
-                       std::unique_ptr<upstream::UpstreamRegistry> registry,
-                       std::vector<upstream::HostsEntry> hosts)
+Supervisor::Supervisor(const ConfigSource& source, Snapshot start,
+                       std::unique_ptr<upstream::UpstreamRegistry> registry, const Clock& clock)
     : source_(source),
       registry_(std::move(registry)),
-      hosts_(std::move(hosts)),
+      hosts_(std::move(start.hosts)),
+      loop_(clock),
       files_(loop_, [this] { watched_files_changed(); }) {
     {
         MutexLock lock(mu_);
-        settings_ = std::move(settings);
+        settings_ = std::move(start.settings);
     }
     sigset_t signals;
     sigemptyset(&signals);
@@ -160,26 +113,22 @@ void Supervisor::watch_files() {
     files_.watch({c.upstreams_from_resolv_conf ? c.resolv_conf_path : std::string(), c.hosts_file});
 }
 
-int Supervisor::run() {
-    while (stop_signal_ == 0) {
-        loop_.run_once(1000, [this] {
-            std::vector<std::shared_ptr<Request>> pending;
-            {
-                MutexLock lock(requests_mu_);
-                pending.swap(requests_);
-            }
-            for (auto& r : pending) r->reply.set_value(reload("nscache reload"));
+bool Supervisor::run_once(int max_wait_ms) {
+    loop_.run_once(max_wait_ms, [this] {
+        requests_.drain([this](std::promise<std::string>& reply) {
+            reply.set_value(reload("nscache reload"));
         });
+    });
+    return stop_signal_ != 0;
+}
+
+int Supervisor::run() {
+    while (!run_once(1000)) {
     }
     // No reload after this: a request that raced the stop is answered now, not left waiting
-    // (the control thread, which waits, must stop promptly too).
-    std::vector<std::shared_ptr<Request>> pending;
-    {
-        MutexLock lock(requests_mu_);
-        stopping_ = true;
-        pending.swap(requests_);
-    }
-    for (auto& r : pending) r->reply.set_value("error: the daemon is shutting down\n");
+    // (the control thread, which waits, must stop promptly too); later ones are refused.
+    requests_.close();
+    requests_.drain([](std::promise<std::string>& reply) { reply.set_value(kShuttingDown); });
     return stop_signal_;
 }
 
@@ -195,14 +144,9 @@ void Supervisor::on_event(uint32_t) {
 }
 
 std::string Supervisor::request_reload() {
-    auto request = std::make_shared<Request>();
-    std::future<std::string> reply = request->reply.get_future();
-    {
-        MutexLock lock(requests_mu_);
-        if (stopping_) return "error: the daemon is shutting down\n";
-        requests_.push_back(request);
-    }
-    loop_.wake();
+    std::promise<std::string> request;
+    std::future<std::string> reply = request.get_future();
+    if (!requests_.post(std::move(request))) return kShuttingDown;
     if (reply.wait_for(kReloadReplyTimeout) != std::future_status::ready) {
         return "error: the reload did not finish in time\n";
     }
@@ -218,9 +162,7 @@ std::string Supervisor::reload(const char* why) {
     const server::SettingsPtr running = current();
     const std::vector<std::string> need_restart = keep_fixed_options(running->config, next);
     const std::vector<std::string> applied = changed_options(running->config, next);
-    hosts_ = next.hosts_file.empty() ? std::vector<upstream::HostsEntry>{}
-                                     : hostdb::read_hosts_entries(next.hosts_file);
-    publish(next, why);
+    publish(next, read_hosts(next), why);
     watch_files();
     log_config_reloaded(source_.path.empty() ? "(flags)" : source_.path, applied, need_restart);
     const server::SettingsPtr now = current();
@@ -233,6 +175,7 @@ void Supervisor::watched_files_changed() {
     const Config& c = running->config;
     Config next = c;
     const char* why = nullptr;
+    std::vector<upstream::HostsEntry> hosts = hosts_;
     if (c.upstreams_from_resolv_conf) {
         std::string error;
         auto found = read_resolv_nameservers(c.resolv_conf_path, c.listen, error);
@@ -248,22 +191,25 @@ void Supervisor::watched_files_changed() {
         }
     }
     if (!c.hosts_file.empty()) {
-        std::vector<upstream::HostsEntry> hosts = hostdb::read_hosts_entries(c.hosts_file);
-        if (hosts != hosts_) {
+        if (std::vector<upstream::HostsEntry> read = read_hosts(c); read != hosts_) {
             log_info("%s changed: %zu names and addresses answered over DNS", c.hosts_file.c_str(),
-                     hosts.size());
-            hosts_ = std::move(hosts);
+                     read.size());
+            hosts = std::move(read);
             why = why != nullptr ? "resolv.conf and hosts file changed" : "hosts file changed";
         }
     }
-    if (why != nullptr) publish(next, why);
+    if (why != nullptr) publish(next, std::move(hosts), why);
 }
 
-void Supervisor::publish(const Config& config, const char* why) {
+void Supervisor::publish(const Config& config, std::vector<upstream::HostsEntry> hosts,
+                         const char* why) {
     const server::SettingsPtr running = current();
-    const auto routing = upstream::Routing::build(config, *registry_, hosts_);
-    const uint32_t queries = fit_upstream_queries(raise_descriptor_limit(), config, config.threads);
-    server::SettingsPtr next = server::make_settings(config, routing, queries, running.get());
+    Snapshot snapshot =
+        build_snapshot(config, std::move(hosts), *registry_,
+                       upstream_queries_within_limits(config, /*warn=*/false), running.get());
+    hosts_ = std::move(snapshot.hosts);
+    const server::SettingsPtr next = snapshot.settings;
+    const auto& routing = next->routing;
     {
         MutexLock lock(mu_);
         settings_ = next;
@@ -277,16 +223,7 @@ void Supervisor::publish(const Config& config, const char* why) {
     for (server::Worker* w : parts_.workers) w->post_settings(next);
     if (parts_.nss != nullptr) parts_.nss->post_settings(next);
     if (parts_.nscd != nullptr) parts_.nscd->post_settings(next);
-    if (parts_.control != nullptr) {
-        control::ControlLiveOptions live;
-        if (!config.metrics_listen.empty()) {
-            live.metrics_listen = parse_socket_address(config.metrics_listen, std::nullopt);
-        }
-        live.metrics_allow = config.metrics_allow;
-        live.state_dir = config.state_dir;
-        live.ttl_policy = next->resolver.ttl;
-        parts_.control->post_live_options(std::move(live));
-    }
+    if (parts_.control != nullptr) parts_.control->post_live_options(std::move(snapshot.control));
     set_log_threshold(log_level_of(config.log_level));
     warn_about_settings(*next);
     if (parts_.resolver != nullptr) {
@@ -321,4 +258,4 @@ void Supervisor::publish(const Config& config, const char* why) {
     if (flushed > 0) log_info("%s: flushed %zu entries of moved routes", why, flushed);
 }
 
-}  // namespace nscache
+}  // namespace nscache::daemon

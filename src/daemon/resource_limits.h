@@ -11,7 +11,7 @@
 
 #include "config/config.h"
 
-namespace nscache {
+namespace nscache::daemon {
 
 // Descriptors one upstream query may hold at once: its open UDP attempts and a TCP socket.
 inline constexpr uint32_t kDescriptorsPerUpstreamQuery = 5;
@@ -28,4 +28,4 @@ uint64_t raise_descriptor_limit();
 // The memory.max of our own cgroup (v2), if one is set.
 std::optional<uint64_t> cgroup_memory_max();
 
-}  // namespace nscache
+}  // namespace nscache::daemon

@@ -1,13 +1,21 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The main thread once the daemon runs: it waits for signals (SIGTERM/SIGINT end the run,
-// SIGHUP reloads), for `nscache reload` requests from the control thread, and for changes to
-// the files upstreams come from (resolv.conf or resolv-file, watched). A reload reads the
-// configuration again the way start-up did; a config with an error is refused as a whole
-// (FILE:LINE in the log and in the reply) and the old one stays. A good one becomes a new
-// Settings snapshot posted to every worker, the NSS thread and the control server; the cache
-// and every query in flight are kept. Options that only a restart can change are named in the
-// log. Owns its own EventLoop; run() on the main thread, request_reload() and current() from
-// any thread.
+// SIGHUP reloads), for `nscache reload` requests from the control thread (through a
+// Mailbox), and for changes to the files upstreams and local names come from (resolv.conf
+// or resolv-file, hosts-file; watched). A reload reads the configuration again the way
+// start-up did; a config with an error is refused as a whole (FILE:LINE in the log and in the
+// reply) and the old one stays. A good one goes through the same builder as at start
+// (snapshot.h) and its snapshot is posted to every worker, the host fronts and the control
+// server; the cache and every query in flight are kept. Options that only a restart can
+// change are named in the log.
+//
+// Threads: run(), attach() and the constructor on the main thread; request_reload() from any
+// other thread (it waits for the main thread's answer); current(), routing() and
+// upstream_groups() from any thread.
+// Guarantees:
+// - Reloads run one at a time, on the main thread's loop only.
+// - A reload request is answered exactly once: by the reload, or, once run() has returned,
+//   at once with "error: the daemon is shutting down".
 #pragma once
 
 #include <functional>
@@ -17,12 +25,14 @@
 #include <vector>
 
 #include "cache/cache.h"
-#include "cli/config_source.h"
+#include "common/clock.h"
 #include "common/event_loop.h"
 #include "common/file_watch.h"
-#include "common/log.h"
+#include "common/mailbox.h"
 #include "common/mutex.h"
+#include "config/config_source.h"
 #include "control/control_server.h"
+#include "daemon/snapshot.h"
 #include "nscd/nscd_server.h"
 #include "nssd/nss_server.h"
 #include "server/settings.h"
@@ -30,18 +40,7 @@
 #include "upstream/resolver.h"
 #include "upstream/routing.h"
 
-namespace nscache {
-
-// The log threshold a config names.
-LogLevel log_level_of(LogThreshold threshold);
-
-// Warnings about settings that work but hurt: a cache budget above the cgroup's memory bound,
-// an `allow` beyond loopback without a rate limit. At start and at every reload.
-void warn_about_settings(const server::Settings& settings);
-
-// Entries a cache may hold that the routing answers itself (local names, the zones kept
-// local, CHAOS identities): flushed at start after the cache file and at every reload.
-void flush_local_answers(cache::Cache& cache, const upstream::Routing& routing);
+namespace nscache::daemon {
 
 // What a new Settings snapshot goes to.
 struct SupervisedParts {
@@ -55,10 +54,11 @@ struct SupervisedParts {
 
 class Supervisor final : public EventHandler {
   public:
-    // `hosts`: the hosts file's entries `settings` was built with.
-    Supervisor(const ConfigSource& source, server::SettingsPtr settings,
+    // `start`: the snapshot start-up built (with `registry`) from what `source` gave.
+    // `clock`: the loop's (the file watch's settle and poll timers run on it).
+    Supervisor(const ConfigSource& source, Snapshot start,
                std::unique_ptr<upstream::UpstreamRegistry> registry,
-               std::vector<upstream::HostsEntry> hosts);
+               const Clock& clock = system_clock());
     ~Supervisor();
     Supervisor(const Supervisor&) = delete;
     Supervisor& operator=(const Supervisor&) = delete;
@@ -66,7 +66,12 @@ class Supervisor final : public EventHandler {
     void attach(SupervisedParts parts) { parts_ = std::move(parts); }
 
     // Runs until SIGTERM or SIGINT (which the caller has blocked in every thread); returns it.
+    // Reload requests still posted are then answered "shutting down", later ones refused.
     int run();
+    // One turn of run()'s loop, waiting up to `max_wait_ms`: signals, reload requests, the
+    // file watch's timers. Tests drive the supervisor with it (and a fake clock); true once
+    // SIGTERM or SIGINT was read.
+    bool run_once(int max_wait_ms);
 
     // Any thread but the main one: reloads now and returns the control reply text.
     std::string request_reload();
@@ -82,8 +87,8 @@ class Supervisor final : public EventHandler {
     std::string reload(const char* why);
     // resolv.conf (when it gives the upstreams) or the hosts file (hosts-file) changed.
     void watched_files_changed();
-    // Builds settings from `config` (routing included) and posts them everywhere.
-    void publish(const Config& config, const char* why);
+    // Builds the snapshot of `config` and `hosts` and posts it everywhere.
+    void publish(const Config& config, std::vector<upstream::HostsEntry> hosts, const char* why);
     void watch_files();
 
     const ConfigSource& source_;
@@ -91,6 +96,8 @@ class Supervisor final : public EventHandler {
     std::vector<upstream::HostsEntry> hosts_;  // as last read: the routing's local names
     SupervisedParts parts_;
     EventLoop loop_;
+    // Reload requests from other threads, answered on the loop; closed once run() ends.
+    Mailbox<std::promise<std::string>> requests_{loop_};
     int signal_fd_ = -1;
     EventLoop::Registration signal_registration_ = EventLoop::kNoRegistration;
     FileWatch files_;
@@ -98,14 +105,6 @@ class Supervisor final : public EventHandler {
 
     mutable Mutex mu_;
     server::SettingsPtr settings_ NSCACHE_GUARDED_BY(mu_);
-
-    // Reload requests from other threads, run on the loop.
-    struct Request {
-        std::promise<std::string> reply;
-    };
-    Mutex requests_mu_;
-    std::vector<std::shared_ptr<Request>> requests_ NSCACHE_GUARDED_BY(requests_mu_);
-    bool stopping_ NSCACHE_GUARDED_BY(requests_mu_) = false;
 };
 
-}  // namespace nscache
+}  // namespace nscache::daemon

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "cli/config_source.h"
+#include "config/config_source.h"
 
 namespace nscache {
 

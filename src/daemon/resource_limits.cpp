@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "cli/resource_limits.h"
+#include "daemon/resource_limits.h"
 
 #include <sys/resource.h>
 
@@ -11,7 +11,7 @@
 #include "nssd/nss_server.h"
 #include "sharedcache/tier_health.h"
 
-namespace nscache {
+namespace nscache::daemon {
 namespace {
 
 // Descriptors the daemon holds besides upstream queries and TCP clients: stdio, epoll and
@@ -23,8 +23,9 @@ constexpr uint32_t kMinUpstreamQueries = 16;
 
 uint32_t fit_upstream_queries(uint64_t descriptor_limit, const Config& config, unsigned workers) {
     const uint64_t w = std::max(workers, 1u);
-    // Threads with a Resolver of their own: the workers, the NSS and the nscd fronts.
-    const uint64_t resolvers = w + (config.nss ? 1 : 0) + (config.nscd_socket.empty() ? 0 : 1);
+    // Threads with a Resolver of their own: the workers and the host front (one thread for
+    // both the NSS and the nscd socket).
+    const uint64_t resolvers = w + ((config.nss || !config.nscd_socket.empty()) ? 1 : 0);
     uint64_t servers = config.upstreams.size();
     for (const ForwardZone& zone : config.forwards) servers += zone.upstreams.size();
     // Redis connections: one per resolver and node. A cluster's nodes are learnt from
@@ -78,4 +79,4 @@ std::optional<uint64_t> cgroup_memory_max() {
     return std::nullopt;
 }
 
-}  // namespace nscache
+}  // namespace nscache::daemon

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The composition root of `nscache serve`, as named steps: each member function below does
+// one job of start-up or shutdown, and run_daemon (cli/daemon.cpp) calls them in the order
+// they are declared. The parts are members declared in the order they are built, so they are
+// torn down in reverse (threads, workers, control, fronts, sockets, shared state, supervisor,
+// TLS context, cache, runtime lock last). Main thread only.
+//
+// Guarantees:
+// - A step that fails returns why (the caller logs it and exits with that step's code); what
+//   the earlier steps built is released by the destructor, listening sockets included.
+// - Sockets are bound and the cache file read before privileges are dropped; nothing listens
+//   on the nscd socket before the drop (initgroups() must not wait on it).
+// - "ready" is logged, and READY=1 sent, only once every thread runs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "cache/cache.h"
+#include "common/counters.h"
+#include "common/result.h"
+#include "common/runtime_lock.h"
+#include "config/config.h"
+#include "config/config_source.h"
+#include "control/control_server.h"
+#include "daemon/privileges.h"
+#include "daemon/supervisor.h"
+#include "front/host_front.h"
+#include "nscd/nscd_server.h"
+#include "nssd/nss_server.h"
+#include "server/listen_sockets.h"
+#include "server/server_shared.h"
+#include "server/settings.h"
+#include "server/worker.h"
+#include "upstream/resolver.h"
+#include "upstream/tls_client.h"
+
+namespace nscache::daemon {
+
+// Blocks the signals the supervisor's signalfd reads (every thread started later inherits the
+// mask) and ignores SIGPIPE. First of all, before any thread exists.
+void block_daemon_signals();
+
+class Daemon {
+  public:
+    // `config` is what `source` gave at start; both must outlive the Daemon.
+    Daemon(const ConfigSource& source, const Config& config);
+    ~Daemon();
+    Daemon(const Daemon&) = delete;
+    Daemon& operator=(const Daemon&) = delete;
+
+    // A second instance with the same runtime paths must touch nothing of the first.
+    Result<void> acquire_lock();
+    // The cache and the TLS context (an error here is a configuration error: exit 2).
+    Result<void> build_state();
+    // The first snapshot (snapshot.h), the supervisor, the state shared by every thread.
+    void build_settings();
+    // Every DNS listening socket, one per worker and address (SO_REUSEPORT).
+    Result<void> open_sockets();
+    // The `user` to run as, looked up while root.
+    Result<void> find_user();
+    // The NSS and nscd sockets and maps (bound; nscd does not listen yet).
+    Result<void> open_fronts();
+    // The control socket and the metrics endpoint.
+    Result<void> open_control();
+    // `cache-file` into the cache, then what the routing answers itself flushed from it.
+    void load_cache_file();
+    // The state folder to `user`, then the switch (runtime folder stays root's).
+    Result<void> drop_privileges();
+    // Workers, control and the host front's thread; the supervisor learns what to post to.
+    void start_threads();
+    // The start-up summary, "ready", the configured log level, READY=1.
+    void announce_ready();
+    // The supervisor's loop until SIGTERM or SIGINT, then "shutting down" and STOPPING=1.
+    void run();
+    // nscd first (its clients drop the map at once), then control, NSS and the workers.
+    void stop_threads();
+    // `cache-file` written from the cache.
+    void save_cache_file();
+
+  private:
+    const ConfigSource& source_;
+    const Config& config_;
+
+    RuntimeLock runtime_lock_;
+    uint64_t started_ms_ = 0;
+    std::unique_ptr<cache::Cache> cache_;
+    // DNS over TLS: one context for every worker (a reload may add tls:// upstreams).
+    std::unique_ptr<upstream::TlsClient> tls_;
+    server::SettingsPtr settings_;         // the snapshot at start
+    control::ControlLiveOptions control_;  // its control part
+    std::unique_ptr<Supervisor> supervisor_;
+    std::unique_ptr<upstream::ResolverShared> resolver_shared_;
+    std::unique_ptr<server::ServerShared> shared_;
+    server::ListenSockets sockets_;
+    bool sockets_given_ = false;  // to the workers, which close them
+    std::optional<UserIds> user_;
+    // One counter block per worker, one for the host front's thread, one spare (open_fronts).
+    std::unique_ptr<WorkerCounters[]> counters_;
+    // The NSS and nscd protocols are served on the front's thread: declared after it, so
+    // destroyed before it.
+    std::unique_ptr<front::HostFront> host_front_;
+    std::unique_ptr<nssd::NssServer> nss_;
+    std::unique_ptr<nscd::NscdServer> nscd_;
+    std::unique_ptr<control::ControlServer> control_server_;
+    std::vector<std::unique_ptr<server::Worker>> workers_;
+    std::vector<std::thread> threads_;
+};
+
+}  // namespace nscache::daemon

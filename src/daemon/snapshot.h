@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The one builder from a Config to everything the daemon's threads take from it: the
+// workers' Settings (which the fronts take as their ForwardingSettings), the routing in it,
+// the hosts file's entries that routing answers, and what the control thread may change live
+// (metrics address and allow list, state folder, TTL rules). Start-up (daemon.cpp) and every
+// reload (supervisor.cpp) call the same functions, so a Config gives the same snapshot
+// whichever way it comes. Main thread.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cache/cache.h"
+#include "common/log.h"
+#include "config/config.h"
+#include "control/control_server.h"
+#include "server/settings.h"
+#include "upstream/routing.h"
+#include "upstream/upstream_set.h"
+
+namespace nscache::daemon {
+
+struct Snapshot {
+    server::SettingsPtr settings;             // routing and ResolverOptions included
+    std::vector<upstream::HostsEntry> hosts;  // the hosts file's entries, as read for it
+    control::ControlLiveOptions control;
+};
+
+// The hosts file's entries the routing answers over DNS (none without `hosts-file`).
+std::vector<upstream::HostsEntry> read_hosts(const Config& config);
+
+// Upstream queries per worker that fit the descriptor limit (raised to its maximum first).
+// `warn`: say so in the log when max-upstream-queries is lowered (at start).
+uint32_t upstream_queries_within_limits(const Config& config, bool warn);
+
+// `registry`: the upstreams known so far (an unchanged one keeps its health and counters).
+// `max_upstream_queries`: from upstream_queries_within_limits.
+// `previous`: the settings being replaced (null at start): an unchanged rate limit keeps its
+// buckets.
+Snapshot build_snapshot(const Config& config, std::vector<upstream::HostsEntry> hosts,
+                        upstream::UpstreamRegistry& registry, uint32_t max_upstream_queries,
+                        const server::Settings* previous);
+
+// The log threshold a config names.
+LogLevel log_level_of(LogThreshold threshold);
+
+// Warnings about settings that work but hurt: a cache budget above the cgroup's memory bound,
+// an `allow` beyond loopback without a rate limit. At start and at every reload.
+void warn_about_settings(const server::Settings& settings);
+
+// Entries a cache may hold that the routing answers itself (local names, the zones kept
+// local, CHAOS identities): flushed at start after the cache file and at every reload.
+void flush_local_answers(cache::Cache& cache, const upstream::Routing& routing);
+
+}  // namespace nscache::daemon
