@@ -18,8 +18,8 @@ uint64_t id_of(uint64_t cookie) {
 }  // namespace
 
 HostFront::HostFront(upstream::ResolverShared& resolver, WorkerCounters& counters,
-                     uint32_t worker_index, upstream::ForwardingSettingsPtr settings, HostFrontOptions options,
-                     const Clock& clock)
+                     uint32_t worker_index, upstream::ForwardingSettingsPtr settings,
+                     HostFrontOptions options, const Clock& clock)
     : counters_(counters),
       loop_(clock),
       settings_(std::move(settings)),

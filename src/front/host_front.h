@@ -90,7 +90,9 @@ class HostFront final : public hostdb::HostSink {
                                              uint64_t id);
 
     // Any thread: lookups switch to `settings` (its routing) at the thread's next wake-up.
-    void post_settings(upstream::ForwardingSettingsPtr settings) { mailbox_.post(std::move(settings)); }
+    void post_settings(upstream::ForwardingSettingsPtr settings) {
+        mailbox_.post(std::move(settings));
+    }
 
     // Starts every protocol, then the thread.
     void start();
