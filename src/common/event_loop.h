@@ -88,6 +88,7 @@ class EventLoop {
     int wait_timeout(int max_wait_ms) const;  // until the next timer, for epoll_wait
 
     const Clock& clock_;
+    const bool system_clock_;  // clock_ is system_clock(): read CLOCK_MONOTONIC directly
     int epoll_fd_ = -1;
     int wake_fd_ = -1;
     SlotTable<Handler> handlers_;
