@@ -158,39 +158,48 @@ void CacheShard::reclaim_expired(uint64_t now_ms, int steps) {
     }
 }
 
-LookupResult CacheShard::lookup(const CacheKey& key, uint64_t hash, const dns::Query& query,
-                                uint64_t now_ms, const RenderLimits& limits, std::span<uint8_t> out,
-                                bool allow_stale) {
-    LookupResult result;
-    const auto hash32 = static_cast<uint32_t>(hash >> 32);
-    MutexLock lock(mu_);
-    State* s = &state_;
-    Entry* e = s->buckets[hash32 & (bucket_count_ - 1)];
+// Inlined: a call here cost the hit path about 30 instructions (callgrind).
+[[gnu::always_inline]] inline Entry* CacheShard::find_for_read(const CacheKey& key, uint32_t hash32,
+                                                               uint64_t now_ms,
+                                                               Freshness& freshness,
+                                                               bool& prefetch) {
+    Entry* e = state_.buckets[hash32 & (bucket_count_ - 1)];
     while (e != nullptr && !key_matches(e, hash32, key)) e = e->next;
-    if (e == nullptr) return result;
-
+    if (e == nullptr) return nullptr;
     const uint64_t expires = e->expires_ms();
     if (now_ms < expires) {
-        result.freshness = Freshness::Fresh;
-        const auto age_s = static_cast<uint32_t>((now_ms - e->born_ms) / 1000);
-        result.length =
-            render_answer(e->view(), query, age_s, false, limits, out, &result.truncated);
+        freshness = Freshness::Fresh;
         // Prefetch (refresh before expiry) only what was asked for before this hit too.
         const uint64_t remaining = expires - now_ms;
         if (e->visited && !e->prefetch_taken && remaining * 10 < uint64_t{e->ttl_s} * 1000) {
             e->prefetch_taken = 1;
-            result.prefetch = true;
+            prefetch = true;
         }
         e->visited = 1;
-        return result;
+        return e;
     }
     if (is_dead(e, now_ms)) {
         remove(e);
         expirations_.fetch_add(1, std::memory_order_relaxed);
-        return result;
+        return nullptr;
     }
-    result.freshness = Freshness::Stale;
-    if (allow_stale) {
+    freshness = Freshness::Stale;
+    return e;
+}
+
+LookupResult CacheShard::lookup(const CacheKey& key, uint64_t hash, const dns::Query& query,
+                                uint64_t now_ms, const RenderLimits& limits, std::span<uint8_t> out,
+                                bool allow_stale) {
+    LookupResult result;
+    MutexLock lock(mu_);
+    const Entry* e = find_for_read(key, static_cast<uint32_t>(hash >> 32), now_ms, result.freshness,
+                                   result.prefetch);
+    if (e == nullptr) return result;
+    if (result.freshness == Freshness::Fresh) {
+        const auto age_s = static_cast<uint32_t>((now_ms - e->born_ms) / 1000);
+        result.length =
+            render_answer(e->view(), query, age_s, false, limits, out, &result.truncated);
+    } else if (allow_stale) {
         result.length = render_answer(e->view(), query, 0, true, limits, out, &result.truncated);
     }
     return result;
@@ -198,30 +207,12 @@ LookupResult CacheShard::lookup(const CacheKey& key, uint64_t hash, const dns::Q
 
 CachedAnswer CacheShard::lookup_answer(const CacheKey& key, uint64_t hash, uint64_t now_ms) {
     CachedAnswer result;
-    const auto hash32 = static_cast<uint32_t>(hash >> 32);
     MutexLock lock(mu_);
-    State* s = &state_;
-    Entry* e = s->buckets[hash32 & (bucket_count_ - 1)];
-    while (e != nullptr && !key_matches(e, hash32, key)) e = e->next;
+    const Entry* e = find_for_read(key, static_cast<uint32_t>(hash >> 32), now_ms, result.freshness,
+                                   result.prefetch);
     if (e == nullptr) return result;
-
-    const uint64_t expires = e->expires_ms();
-    if (now_ms < expires) {
-        // The same freshness, age and prefetch rules as lookup().
-        result.freshness = Freshness::Fresh;
+    if (result.freshness == Freshness::Fresh) {
         result.age_s = static_cast<uint32_t>((now_ms - e->born_ms) / 1000);
-        const uint64_t remaining = expires - now_ms;
-        if (e->visited && !e->prefetch_taken && remaining * 10 < uint64_t{e->ttl_s} * 1000) {
-            e->prefetch_taken = 1;
-            result.prefetch = true;
-        }
-        e->visited = 1;
-    } else if (is_dead(e, now_ms)) {
-        remove(e);
-        expirations_.fetch_add(1, std::memory_order_relaxed);
-        return result;
-    } else {
-        result.freshness = Freshness::Stale;
     }
     const AnswerView v = e->view();
     PreparedAnswer& a = result.answer;

@@ -57,6 +57,11 @@ class CacheShard {
     bool is_dead(const Entry* e, uint64_t now_ms) const;
     // Unlinks `e` from its chain and the ring and frees it.
     void remove(Entry* e) NSCACHE_REQUIRES(mu_);
+    // The entry a read finds for `key` and how fresh it is, by the rules every read follows
+    // (lookup, lookup_answer): a fresh one is marked visited and, near its end, taken for
+    // prefetch once (`prefetch`); a dead one is removed and read as a miss (null).
+    Entry* find_for_read(const CacheKey& key, uint32_t hash32, uint64_t now_ms,
+                         Freshness& freshness, bool& prefetch) NSCACHE_REQUIRES(mu_);
     void evict_one(uint64_t now_ms) NSCACHE_REQUIRES(mu_);
     void reclaim_expired(uint64_t now_ms, int steps) NSCACHE_REQUIRES(mu_);
 
