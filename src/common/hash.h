@@ -2,7 +2,8 @@
 // The daemon's hash helpers. seeded_hash: for names that clients choose; with a secret
 // per-process seed an attacker cannot aim many names at one bucket chain (hash flooding).
 // fnv1a: unseeded, for what must hash alike across processes, hosts and releases (the cache
-// file's checksum); never for a table keyed by what clients send.
+// file's checksum, the shared tier's names of forward rules); never for a table keyed by what
+// clients send.
 #pragma once
 
 #include <cstddef>

@@ -11,7 +11,7 @@
 
 #include "cache/answer.h"
 #include "common/event_loop.h"
-#include "common/mutex.h"
+#include "common/mailbox.h"
 #include "upstream/failure_cache.h"
 
 namespace nscache::upstream {
@@ -32,36 +32,23 @@ class CompletionSink {
     ~CompletionSink() = default;
 };
 
+// A worker's Mailbox of answers (common/mailbox.h): one wake-up per batch, not per item.
 class CompletionQueue {
   public:
-    explicit CompletionQueue(EventLoop& loop) : loop_(loop) {}
+    explicit CompletionQueue(EventLoop& loop) : mailbox_(loop) {}
 
     // Any thread.
-    void push(uint64_t cookie, const ResolveOutcome& outcome) {
-        bool was_empty;
-        {
-            MutexLock lock(mu_);
-            was_empty = items_.empty();
-            items_.emplace_back(cookie, outcome);
-        }
-        if (was_empty) loop_.wake();  // one wake-up per batch, not per item
-    }
+    void push(uint64_t cookie, const ResolveOutcome& outcome) { mailbox_.post({cookie, outcome}); }
 
     // The owning worker's thread.
     void drain(CompletionSink& sink) {
-        {
-            MutexLock lock(mu_);
-            draining_.swap(items_);
-        }
-        for (const auto& [cookie, outcome] : draining_) sink.deliver(cookie, outcome);
-        draining_.clear();
+        mailbox_.drain([&sink](const std::pair<uint64_t, ResolveOutcome>& item) {
+            sink.deliver(item.first, item.second);
+        });
     }
 
   private:
-    EventLoop& loop_;
-    Mutex mu_;
-    std::vector<std::pair<uint64_t, ResolveOutcome>> items_ NSCACHE_GUARDED_BY(mu_);
-    std::vector<std::pair<uint64_t, ResolveOutcome>> draining_;  // only the owner touches it
+    Mailbox<std::pair<uint64_t, ResolveOutcome>> mailbox_;
 };
 
 }  // namespace nscache::upstream

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/hash.h"
 #include "dns/name.h"
 
 namespace nscache::upstream {
@@ -136,11 +137,8 @@ std::string shared_view_of(const ForwardZone& zone) {
     std::string what;
     for (const std::string& d : zone.domains) what += d + ' ';
     for (const UpstreamAddress& u : zone.upstreams) what += u.to_string() + ' ';
-    uint64_t h = 0xcbf29ce484222325u;  // FNV-1a: stable across hosts and releases
-    for (const char c : what) {
-        h ^= static_cast<uint8_t>(c);
-        h *= 0x100000001b3u;
-    }
+    // Unseeded: the same rule must name the same keys on every host and release.
+    const uint64_t h = fnv1a(reinterpret_cast<const uint8_t*>(what.data()), what.size());
     char digest[17];
     std::snprintf(digest, sizeof digest, "%016llx", static_cast<unsigned long long>(h));
     return zone.domains.front() + '#' + digest;
