@@ -33,13 +33,13 @@ void RuntimeLock::release() {
     fds_.clear();
 }
 
-std::optional<std::string> RuntimeLock::acquire(const std::vector<std::string>& paths) {
+Result<void> RuntimeLock::acquire(const std::vector<std::string>& paths) {
     for (const std::string& path : paths) {
         if (path.empty()) continue;
         const std::string lock_path = path + ".lock";
         if (!make_parent_folder(lock_path)) {
             release();
-            return "cannot create the folder of " + lock_path + ": " + std::strerror(errno);
+            return Error{"cannot create the folder of " + lock_path + ": " + std::strerror(errno)};
         }
         // Never through a link someone planted, never a FIFO that would block us.
         const int fd =
@@ -49,14 +49,14 @@ std::optional<std::string> RuntimeLock::acquire(const std::vector<std::string>& 
             const std::string error = fd < 0 ? std::strerror(errno) : "not a regular file";
             if (fd >= 0) close(fd);
             release();
-            return "cannot open lock file " + lock_path + ": " + error;
+            return Error{"cannot open lock file " + lock_path + ": " + error};
         }
         if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
             const std::string message = "another nscache (pid " + holder_pid(fd) + ") uses " +
                                         path + "; stop it or give this one other paths";
             close(fd);
             release();
-            return message;
+            return Error{message};
         }
         const std::string pid = std::to_string(getpid()) + "\n";
         if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) < 0) {
@@ -64,7 +64,7 @@ std::optional<std::string> RuntimeLock::acquire(const std::vector<std::string>& 
         }
         fds_.push_back(fd);
     }
-    return std::nullopt;
+    return {};
 }
 
 }  // namespace nscache

@@ -6,9 +6,10 @@
 // The locks are held until the object is destroyed (or the process exits). Main thread only.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <vector>
+
+#include "common/result.h"
 
 namespace nscache {
 
@@ -20,8 +21,8 @@ class RuntimeLock {
     RuntimeLock& operator=(const RuntimeLock&) = delete;
 
     // Locks every path (empty ones are skipped), creating their folders (0755) if needed.
-    // nullopt on success; otherwise a message, and no lock is kept.
-    std::optional<std::string> acquire(const std::vector<std::string>& paths);
+    // On failure the message says which path and why, and no lock is kept.
+    Result<void> acquire(const std::vector<std::string>& paths);
 
   private:
     void release();

@@ -56,19 +56,19 @@ ControlServer::~ControlServer() {
     if (metrics_fd_ >= 0) close(metrics_fd_);
 }
 
-std::optional<std::string> ControlServer::open(uid_t owner_uid) {
+Result<void> ControlServer::open(uid_t owner_uid) {
     access_.owner_uid = owner_uid;
     if (!options_.group.empty()) {
         const group* g = getgrnam(options_.group.c_str());
-        if (g == nullptr) return "control-group '" + options_.group + "' does not exist";
+        if (g == nullptr) return Error{"control-group '" + options_.group + "' does not exist"};
         access_.group = g->gr_gid;
     }
     std::string error;
     control_fd_ = bind_control_socket(options_.socket_path, owner_uid, access_.group, error);
-    if (control_fd_ < 0) return error;
+    if (control_fd_ < 0) return Error{error};
     if (options_.metrics_listen) {
         metrics_fd_ = bind_metrics_socket(*options_.metrics_listen, error);
-        if (metrics_fd_ < 0) return error;
+        if (metrics_fd_ < 0) return Error{error};
         log_info("metrics on http://%s/metrics", options_.metrics_listen->to_string().c_str());
     }
     control_listener_ = std::make_unique<Listener>(
@@ -79,7 +79,7 @@ std::optional<std::string> ControlServer::open(uid_t owner_uid) {
             loop_, metrics_fd_, "metrics",
             [this](int fd, const sockaddr_storage& peer, socklen_t) { accept_metrics(fd, peer); });
     }
-    return std::nullopt;
+    return {};
 }
 
 void ControlServer::start() {

@@ -25,6 +25,7 @@
 #include "common/event_loop.h"
 #include "common/listener.h"
 #include "common/mailbox.h"
+#include "common/result.h"
 #include "common/slot_table.h"
 #include "config/address.h"
 #include "control/control_connection.h"
@@ -66,8 +67,8 @@ class ControlServer final : private ConnectionOwner {
     ControlServer(const ControlServer&) = delete;
     ControlServer& operator=(const ControlServer&) = delete;
 
-    // Binds the sockets (before privileges are dropped); an error message on failure.
-    std::optional<std::string> open(uid_t owner_uid);
+    // Binds the sockets (before privileges are dropped).
+    Result<void> open(uid_t owner_uid);
     void start();
     // Returns at once whatever clients are doing (a command already running finishes first);
     // open connections are closed.

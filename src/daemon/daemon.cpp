@@ -81,7 +81,7 @@ Daemon::~Daemon() {
 }
 
 Result<void> Daemon::acquire_lock() {
-    if (auto error = runtime_lock_.acquire(runtime_paths(config_))) return Error{*error};
+    if (auto locked = runtime_lock_.acquire(runtime_paths(config_)); !locked) return locked;
     return {};
 }
 
@@ -114,10 +114,7 @@ void Daemon::build_settings() {
 }
 
 Result<void> Daemon::open_sockets() {
-    if (auto error = server::open_listen_sockets(config_, config_.threads, sockets_)) {
-        return Error{*error};
-    }
-    return {};
+    return server::open_listen_sockets(config_, config_.threads, sockets_);
 }
 
 Result<void> Daemon::find_user() {
@@ -183,7 +180,7 @@ Result<void> Daemon::open_control() {
         control::StatsSources{std::span<const WorkerCounters>(counters_.get(), config_.threads + 2),
                               cache_.get(), [this] { return supervisor_->upstream_groups(); },
                               started_ms_, &resolver_shared_->tier_health});
-    if (auto error = control_server_->open(user_ ? user_->uid : geteuid())) return Error{*error};
+    if (auto opened = control_server_->open(user_ ? user_->uid : geteuid()); !opened) return opened;
     return {};
 }
 

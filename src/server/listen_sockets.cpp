@@ -65,21 +65,21 @@ const char* type_name(int type) {
 }
 
 // Chooses a port free for both UDP and TCP when the config says port 0.
-std::optional<std::string> resolve_port_zero(SocketAddress& address) {
+Result<void> resolve_port_zero(SocketAddress& address) {
     std::string error;
     for (int attempt = 0; attempt < kPortZeroRetries; ++attempt) {
         SocketAddress any = address;
         any.set_port(0);
         const int fd = open_socket(any, SOCK_DGRAM, false, error);
-        if (fd < 0) return "cannot bind udp " + address.to_string() + ": " + error;
+        if (fd < 0) return Error{"cannot bind udp " + address.to_string() + ": " + error};
         const uint16_t port = bound_port(fd);
         close(fd);
         address.set_port(port);
         if (port_is_free(address, SOCK_STREAM, error) && port_is_free(address, SOCK_DGRAM, error)) {
-            return std::nullopt;
+            return {};
         }
     }
-    return "cannot find a free port on " + address.to_string();
+    return Error{"cannot find a free port on " + address.to_string()};
 }
 
 }  // namespace
@@ -95,16 +95,15 @@ void ListenSockets::close_all() {
     }
 }
 
-std::optional<std::string> open_listen_sockets(const Config& config, unsigned workers,
-                                               ListenSockets& out) {
+Result<void> open_listen_sockets(const Config& config, unsigned workers, ListenSockets& out) {
     out.udp.assign(workers, {});
     out.tcp.assign(workers, {});
     for (SocketAddress address : config.listen) {
         std::string error;
         if (address.port() == 0) {
-            if (auto err = resolve_port_zero(address)) {
+            if (auto resolved = resolve_port_zero(address); !resolved) {
                 out.close_all();
-                return err;
+                return resolved;
             }
         }
         bool skipped = false;
@@ -116,8 +115,8 @@ std::optional<std::string> open_listen_sockets(const Config& config, unsigned wo
                 break;
             }
             out.close_all();
-            return std::string("cannot bind ") + type_name(type) + " " + address.to_string() +
-                   ": " + error;
+            return Error{std::string("cannot bind ") + type_name(type) + " " + address.to_string() +
+                         ": " + error};
         }
         if (skipped) continue;
         for (unsigned w = 0; w < workers; ++w) {
@@ -125,8 +124,8 @@ std::optional<std::string> open_listen_sockets(const Config& config, unsigned wo
                 const int fd = open_socket(address, type, true, error);
                 if (fd < 0) {
                     out.close_all();
-                    return std::string("cannot bind ") + type_name(type) + " " +
-                           address.to_string() + ": " + error;
+                    return Error{std::string("cannot bind ") + type_name(type) + " " +
+                                 address.to_string() + ": " + error};
                 }
                 (type == SOCK_DGRAM ? out.udp : out.tcp)[w].push_back(fd);
             }
@@ -137,9 +136,9 @@ std::optional<std::string> open_listen_sockets(const Config& config, unsigned wo
     }
     if (out.addresses.empty()) {
         out.close_all();
-        return "no address to listen on";
+        return Error{"no address to listen on"};
     }
-    return std::nullopt;
+    return {};
 }
 
 }  // namespace nscache::server

@@ -4,10 +4,10 @@
 // over the workers without a shared accept or receive queue.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/result.h"
 #include "config/address.h"
 #include "config/config.h"
 
@@ -21,9 +21,8 @@ struct ListenSockets {
     void close_all();
 };
 
-// Returns an error message (the caller exits 1) when an address cannot be bound. A default
+// Fails (the caller exits 1) when an address cannot be bound, saying which and why. A default
 // address the machine lacks (no IPv6 loopback) is skipped with a warning.
-std::optional<std::string> open_listen_sockets(const Config& config, unsigned workers,
-                                               ListenSockets& out);
+Result<void> open_listen_sockets(const Config& config, unsigned workers, ListenSockets& out);
 
 }  // namespace nscache::server

@@ -32,7 +32,7 @@ class ControlServerTest : public ::testing::Test {
     void start() {
         server_ = std::make_unique<ControlServer>(options_, cache_,
                                                   StatsSources{{}, &cache_, nullptr, 0});
-        ASSERT_EQ(server_->open(geteuid()), std::nullopt);
+        ASSERT_TRUE(server_->open(geteuid()).ok());
         server_->start();
     }
     // A connected client (blocking, with a receive timeout so a failing test cannot hang).
