@@ -2,7 +2,10 @@
 // The host fronts' one thread: an event loop serving the request sockets of both protocols
 // that answer glibc (the NSS module's socket, nssd/, and glibc's nscd client, nscd/), with one
 // HostLookup (one Resolver, one completion queue, one counter block) and so one reader and
-// watcher of /etc/hosts: an edit reloads the file once and tells each protocol once.
+// watcher of /etc/hosts for both: an edit reloads the file once and tells each protocol once.
+// (The supervisor reads `hosts-file` too, for the names DNS clients get from it; a reload that
+// changes those flushes each map once more, after the new routing is in force, so that no
+// answer published under the old routing outlives it.)
 // Construction, add(), start() and stop() are for the daemon's main thread; post_settings()
 // for any thread; the rest for the front's thread (from a Protocol's hooks).
 //
