@@ -20,7 +20,9 @@
 //   waiting on an upstream, half its share (a lookup asks A and AAAA at once), and a user
 //   (SO_PEERCRED uid; root has no share) at most its share of those. A lookup counts until it
 //   ends, whether or not its client is still connected, so asking and hanging up piles up
-//   nothing. A lookup past a bound is answered TryAgain at once, never held.
+//   nothing. A lookup past a bound is answered TryAgain at once, never held. (Not counted: an
+//   upstream query a lookup left behind when serve-stale's timer answered it; it holds its
+//   resolver slot until the upstream's own timeout.)
 // - stop() stops the loop, joins the thread, then runs each protocol's on_stopped() in the
 //   order they were added: add the nscd protocol first, so that at shutdown glibc's clients
 //   are told the map is gone before anything else stops.
