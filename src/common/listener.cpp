@@ -16,6 +16,28 @@ namespace {
 constexpr int kAcceptBatch = 16;
 constexpr uint64_t kRestMs = 1000;
 
+// The errors accept(2) hands back for one connection only: it was aborted, or Linux passes on
+// the new socket's pending network error (and EPERM when a firewall rule forbids it). The
+// next connection may be fine, so the listener goes on: resting would let any remote peer
+// blank the socket for a second at will.
+bool per_connection(int error) {
+    switch (error) {
+        case ECONNABORTED:
+        case ENETDOWN:
+        case EPROTO:
+        case ENOPROTOOPT:
+        case EHOSTDOWN:
+        case ENONET:
+        case EHOSTUNREACH:
+        case EOPNOTSUPP:
+        case ENETUNREACH:
+        case EPERM:
+            return true;
+        default:
+            return false;
+    }
+}
+
 }  // namespace
 
 Listener::Listener(EventLoop& loop, int fd, std::string what, OnAccept on_accept)
@@ -42,16 +64,18 @@ void Listener::on_event(uint32_t) {
         sockaddr_storage peer{};
         socklen_t length = sizeof peer;
         const int fd =
-            accept4(fd_, reinterpret_cast<sockaddr*>(&peer), &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            accept_(fd_, reinterpret_cast<sockaddr*>(&peer), &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
             on_accept_(fd, peer, length);
             continue;
         }
-        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno == EINTR || per_connection(errno)) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) return;
         if (errno == EMFILE || errno == ENFILE) {
             out_of_descriptors();
         } else {
+            // ENOBUFS, ENOMEM (the next accept would fail alike), or what accept(2) does not
+            // list for a listening socket: rest rather than spin on a level-triggered loop.
             log_warning_limited("%s: cannot accept a connection: %s", what_.c_str(),
                                 std::strerror(errno));
             rest();
@@ -65,7 +89,7 @@ void Listener::out_of_descriptors() {
                         what_.c_str());
     if (spare_fd_ >= 0) {
         close(spare_fd_);
-        const int fd = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        const int fd = accept_(fd_, nullptr, nullptr, SOCK_CLOEXEC);
         if (fd >= 0) {
             close(fd);
             if (on_shed_) on_shed_();

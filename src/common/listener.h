@@ -3,7 +3,9 @@
 // socket, each worker's DNS-over-TCP sockets). Accepting never spins: when the process is out of
 // descriptors (EMFILE, ENFILE), the readable listener would wake a level-triggered loop on every
 // turn, so a spare descriptor is given up to accept the waiting connection and close it at once;
-// without a spare, the listener rests for a second. Either way at most one log line a second. The
+// without a spare, the listener rests for a second, as it does when the kernel is out of memory
+// (ENOBUFS, ENOMEM). An error of one connection (accept(2)'s network errors, EPERM from a
+// firewall rule, an aborted connection) skips that one only. At most one log line a second. The
 // caller keeps the listening descriptor (and closes it after the Listener is gone). Only the thread
 // that runs `loop` may call it, after construction.
 #pragma once
@@ -24,6 +26,8 @@ class Listener final : public EventHandler {
     // Hears of each connection closed at accept because the process is out of descriptors
     // (the DNS workers count it as refused).
     using OnShed = std::function<void()>;
+    // accept4(2)'s signature: tests put an accept that fails as the kernel may in its place.
+    using AcceptFunction = int (*)(int fd, sockaddr* peer, socklen_t* length, int flags);
 
     // `what` names the socket in log lines ("control socket", "metrics", "NSS socket").
     Listener(EventLoop& loop, int fd, std::string what, OnAccept on_accept);
@@ -33,6 +37,7 @@ class Listener final : public EventHandler {
 
     bool start();
     void set_on_shed(OnShed on_shed) { on_shed_ = std::move(on_shed); }
+    void set_accept_for_tests(AcceptFunction accept) { accept_ = accept; }
     void on_event(uint32_t events) override;
 
   private:
@@ -45,6 +50,7 @@ class Listener final : public EventHandler {
     const std::string what_;
     OnAccept on_accept_;
     OnShed on_shed_;
+    AcceptFunction accept_ = &::accept4;
     EventLoop::Registration registration_ = EventLoop::kNoRegistration;
     EventLoop::TimerHandle rest_timer_ = EventLoop::kNoTimer;
     int spare_fd_ = -1;

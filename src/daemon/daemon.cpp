@@ -75,6 +75,9 @@ Daemon::Daemon(const ConfigSource& source, const Config& config)
     : source_(source), config_(config) {}
 
 Daemon::~Daemon() {
+    // The front's thread serves nss_ and nscd_, which go before it (member order): it stops
+    // first, whatever step ran last (stop() is a no-op when it never started or has stopped).
+    if (host_front_) host_front_->stop();
     if (!threads_.empty()) stop_threads();
     // Until the workers own them, the listening sockets are ours to close (a step failed).
     if (!sockets_given_) sockets_.close_all();

@@ -11,6 +11,8 @@
 // - Sockets are bound and the cache file read before privileges are dropped; nothing listens
 //   on the nscd socket before the drop (initgroups() must not wait on it).
 // - "ready" is logged, and READY=1 sent, only once every thread runs.
+// - The host front's thread is stopped before the protocols it serves are destroyed, whatever
+//   step ran last (the destructor stops it first).
 #pragma once
 
 #include <cstdint>
@@ -76,7 +78,8 @@ class Daemon {
     void announce_ready();
     // The supervisor's loop until SIGTERM or SIGINT, then "shutting down" and STOPPING=1.
     void run();
-    // nscd first (its clients drop the map at once), then control, NSS and the workers.
+    // The host front first (nscd, whose clients drop the map at once, then NSS: both stop
+    // with the front's thread), then control and the workers.
     void stop_threads();
     // `cache-file` written from the cache.
     void save_cache_file();

@@ -25,7 +25,11 @@ uint32_t fit_upstream_queries(uint64_t descriptor_limit, const Config& config, u
     const uint64_t w = std::max(workers, 1u);
     // Threads with a Resolver of their own: the workers and the host front (one thread for
     // both the NSS and the nscd socket).
-    const uint64_t resolvers = w + ((config.nss || !config.nscd_socket.empty()) ? 1 : 0);
+    const uint64_t protocols = (config.nss ? 1 : 0) + (config.nscd_socket.empty() ? 0 : 1);
+    const uint64_t resolvers = w + (protocols > 0 ? 1 : 0);
+    // Shares of upstream queries: one per worker, and one per protocol of the host front,
+    // whose resolver holds a share for each (so that neither starves the other).
+    const uint64_t query_shares = w + protocols;
     uint64_t servers = config.upstreams.size();
     for (const ForwardZone& zone : config.forwards) servers += zone.upstreams.size();
     // Redis connections: one per resolver and node. A cluster's nodes are learnt from
@@ -45,7 +49,7 @@ uint32_t fit_upstream_queries(uint64_t descriptor_limit, const Config& config, u
         // upstream TCP/TLS connections (one of each per server)
         (2 * uint64_t{config.upstream_sockets} + 2 * servers) * resolvers;
     const uint64_t left = descriptor_limit > reserved ? descriptor_limit - reserved : 0;
-    const uint64_t fits = left / resolvers / kDescriptorsPerUpstreamQuery;
+    const uint64_t fits = left / query_shares / kDescriptorsPerUpstreamQuery;
     // Never more than configured; never fewer than a handful, even on a tiny limit.
     return static_cast<uint32_t>(std::min<uint64_t>(config.max_upstream_queries,
                                                     std::max<uint64_t>(fits, kMinUpstreamQueries)));

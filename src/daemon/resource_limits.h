@@ -18,8 +18,10 @@ inline constexpr uint32_t kDescriptorsPerUpstreamQuery = 5;
 
 // How many upstream queries each of `workers` may keep in flight so that, with everything
 // else the config opens (listeners, TCP clients, NSS clients, probes...), the process stays
-// within `descriptor_limit`. At most config.max_upstream_queries; at least 16 (or the
-// configured value, if smaller), whatever the limit.
+// within `descriptor_limit`. The host front's resolver holds that many for each protocol it
+// serves (NSS, nscd: front/host_front.h), and is budgeted so. At most
+// config.max_upstream_queries; at least 16 (or the configured value, if smaller), whatever the
+// limit.
 uint32_t fit_upstream_queries(uint64_t descriptor_limit, const Config& config, unsigned workers);
 
 // Raises RLIMIT_NOFILE's soft limit to the hard one; returns the limit now in force.

@@ -15,8 +15,17 @@
 // halves the upstream sockets the fronts hold.
 //
 // Guarantees
-// - A lookup's answer reaches the protocol that started it, with the id it gave (the
-//   protocol's tag rides in the cookie), exactly once (HostLookup's contract).
+// - A lookup's answer reaches the protocol that started it, with the id it gave, exactly once
+//   (HostLookup's contract; the front's own table of lookups in flight maps the cookie back).
+// - Neither protocol, nor one user, can starve the rest (review finding 2): the front's
+//   Resolver holds a share of max-upstream-queries for each protocol (the descriptor budget
+//   counts each, daemon/resource_limits.h); a protocol has at most max_in_flight() lookups
+//   waiting on an upstream, half its share (a lookup asks A and AAAA at once), and a user
+//   (SO_PEERCRED uid; root has no share) at most its share of those. A lookup counts until it
+//   ends, whether or not its client is still connected, so asking and hanging up piles up
+//   nothing. A lookup past a bound is answered TryAgain at once, never held. (Not counted: an
+//   upstream query a lookup left behind when serve-stale's timer answered it; it holds its
+//   resolver slot until the upstream's own timeout.)
 // - stop() stops the loop, joins the thread, then runs each protocol's on_stopped() in the
 //   order they were added: add the nscd protocol first, so that at shutdown glibc's clients
 //   are told the map is gone before anything else stops.
@@ -24,16 +33,20 @@
 //   a FakeClock): the same hooks run in the same order.
 #pragma once
 
+#include <sys/types.h>
+
 #include <array>
 #include <cstdint>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 
 #include "common/clock.h"
 #include "common/counters.h"
 #include "common/event_loop.h"
 #include "common/mailbox.h"
 #include "common/request_connection.h"
+#include "common/slot_table.h"
 #include "hostdb/host_lookup.h"
 #include "upstream/completion.h"
 #include "upstream/forwarding_settings.h"
@@ -70,6 +83,8 @@ struct HostFrontOptions {
 class HostFront final : public hostdb::HostSink {
   public:
     static constexpr size_t kMaxProtocols = 2;
+    // The uid of the daemon's own lookups (nscd's prefetch): held to a share like a user's.
+    static constexpr uid_t kNoUser = static_cast<uid_t>(-1);
 
     // `worker_index`: this thread's index among the resolver's completion queues.
     HostFront(upstream::ResolverShared& resolver, WorkerCounters& counters, uint32_t worker_index,
@@ -81,16 +96,24 @@ class HostFront final : public hostdb::HostSink {
 
     // Before start(); at most kMaxProtocols, in stop order. `protocol` outlives the loop's use
     // of it: stop() (or the test's last run_once) comes before its destruction.
-    void add(Protocol& protocol);
+    // `max_per_user`: the lookups one user may have in flight on this protocol (its
+    // max-connections-per-user: what its open clients could ask at once), at most a quarter of
+    // max_in_flight(); 0: that quarter.
+    void add(Protocol& protocol, size_t max_per_user = 0);
 
     EventLoop& loop() { return loop_; }
     WorkerCounters& counters() { return counters_; }
     upstream::CompletionQueue& completion_queue() { return lookup_.completion_queue(); }
 
-    // The front's thread: the answer when it is known at once; otherwise nullopt, and
-    // protocol.host_done(id, ...) follows exactly once, later.
+    // The front's thread: the answer when it is known at once (TryAgain past a bound);
+    // otherwise nullopt, and protocol.host_done(id, ...) follows exactly once, later. `uid`:
+    // the client's (SO_PEERCRED), or kNoUser.
     std::optional<hostdb::HostAnswer> lookup(Protocol& protocol, const hostdb::HostQuery& query,
-                                             uint64_t id);
+                                             uint64_t id, uid_t uid);
+    // The lookups one protocol may have waiting on an upstream at once.
+    size_t max_in_flight() const;
+    // The lookups of `protocol` waiting now (tests).
+    size_t in_flight(const Protocol& protocol) const { return shares_[tag_of(protocol)].in_flight; }
 
     // Any thread: lookups switch to `settings` (its routing) at the thread's next wake-up.
     void post_settings(upstream::ForwardingSettingsPtr settings) {
@@ -111,16 +134,37 @@ class HostFront final : public hostdb::HostSink {
     void host_done(uint64_t cookie, const hostdb::HostAnswer& answer) override;
 
   private:
+    // A protocol and its lookups in flight.
+    struct Share {
+        Protocol* protocol = nullptr;
+        size_t max_per_user = 0;
+        size_t in_flight = 0;
+        std::unordered_map<uid_t, size_t> per_user;  // in flight, by uid (root's uncounted)
+    };
+    // A lookup in flight: its id in pending_ is HostLookup's cookie.
+    struct Pending {
+        size_t tag = 0;  // its protocol's index in shares_
+        uint64_t id = 0;
+        uid_t uid = kNoUser;
+    };
+    using PendingId = SlotTable<Pending>::Id;
+
     void begin();  // on the loop's thread, before the first turn
     void on_wake();
+    size_t tag_of(const Protocol& protocol) const;
+    size_t user_bound(const Share& share) const;
+    void end(PendingId id);
+    // The resolver's options with a share of queries for each protocol.
+    upstream::ResolverOptions resolver_options(const upstream::ResolverOptions& options) const;
 
     WorkerCounters& counters_;
     EventLoop loop_;
     upstream::ForwardingSettingsPtr settings_;
     Mailbox<upstream::ForwardingSettingsPtr> mailbox_;
     hostdb::HostLookup lookup_;
-    std::array<Protocol*, kMaxProtocols> protocols_{};
+    std::array<Share, kMaxProtocols> shares_{};
     size_t protocol_count_ = 0;
+    SlotTable<Pending> pending_;
     bool started_ = false;  // start() or run_on_this_thread() ran, stop() not yet
     std::thread thread_;
 };

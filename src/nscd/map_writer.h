@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The nscd hosts map: a file in glibc's nscd layout (nscd/protocol.h) that every process's
 // built-in nscd client maps read-only and searches with no lock and no system call. This is
-// its only writer (the nscd thread), and it never lets a reader in another process see a
-// torn, moved or reused record:
+// its only writer (the host front's thread, front/host_front.h), and it never lets a reader in
+// another process see a torn, moved or reused record:
 //  - a record and its hash entry are written in fresh memory nobody has seen, then published
 //    by one release store of the bucket head (new entries go first in their chain, so the
 //    newest answer for a key wins);
@@ -129,7 +129,7 @@ class MapWriter {
     static std::string index_key(RequestType type, std::span<const uint8_t> key);
     // Told the index key of each record that leaves the map other than by a newer record of
     // its key taking its place: expired, removed, dropped by a rotation, flushed. What a caller
-    // keeps per record (the nscd thread's prefetch timers) then lives no longer than the
+    // keeps per record (the nscd protocol's prefetch timers) then lives no longer than the
     // record: any local user can have many distinct names published and then dropped. Called
     // from within publish(), expire(), remove() and flush(); it must not call the writer.
     using DropListener = std::function<void(const std::string& index_key)>;

@@ -3,7 +3,7 @@
 // while it holds still, getaddrinfo reuses the interface list it dumped before instead of
 // dumping it again on every AI_ADDRCONFIG call. Bumped on every address, route, rule or prefix
 // change, as nscd does, so a client never keeps interface data older than the last change.
-// Belongs to the nscd thread.
+// Belongs to the host front's thread (front/host_front.h), which serves the nscd socket.
 #pragma once
 
 #include <cstdint>

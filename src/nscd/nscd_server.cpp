@@ -67,7 +67,7 @@ NscdServer::NscdServer(front::HostFront& front, NscdOptions options)
                                           .timeout_ms = kConnectionTimeoutMs,
                                           .max_per_user = options_.max_connections_per_user}) {
     map_.set_drop_listener([this](const std::string& key) { cancel_refresh(key); });
-    front.add(*this);
+    front.add(*this, options_.max_connections_per_user);
 }
 
 NscdServer::~NscdServer() {
@@ -314,7 +314,10 @@ void NscdServer::start_host_lookup(RequestConnection* connection, RequestType ty
     r->key = std::move(key);
     r->flushes = flushes_;
     r->refreshes_left = refreshes_left;
-    if (auto answer = front_.lookup(*this, q, id)) answer_host(id, *answer);
+    // A client's lookup counts against its uid until it ends (its client may hang up); the
+    // prefetches share one user's worth between them.
+    const uid_t uid = connection != nullptr ? connection->peer_uid() : front::HostFront::kNoUser;
+    if (auto answer = front_.lookup(*this, q, id, uid)) answer_host(id, *answer);
 }
 
 void NscdServer::host_done(uint64_t cookie, const hostdb::HostAnswer& answer) {

@@ -8,7 +8,8 @@
 // kMaxQueuedPerUser long, the users with work are served in turn, and one user holds at most
 // half the threads. A lookup whose client has gone (hung up, or past the deadline glibc
 // gives up at) is dropped unrun.
-// submit(), cancel() and drain() run on the nscd thread; the pool threads only run lookups.
+// submit(), cancel() and drain() run on the host front's thread (the nscd socket's); the pool
+// threads only run lookups.
 #pragma once
 
 #include <sys/types.h>

@@ -8,7 +8,8 @@
 // of them is never the last to go. (nscd points its pruning threads at it; a process's last
 // thread does not clear it.) The threads never exit while the process lives: glibc would
 // otherwise wait on the thread id the kernel no longer clears.
-// One per process (instance()); guard() is called from the nscd thread, wait_acked() only
+// One per process (instance()); guard() is called from the host front's thread (the nscd
+// socket's), wait_acked() only
 // at start and stop.
 #pragma once
 

@@ -3,7 +3,7 @@
 // here, whose descriptor the NSS socket hands to every process that asks; they map it
 // read-only. The map has no path: nobody can replace, truncate or write it but this mapping.
 // Each slot is written under its seqlock, so readers never accept a half-written slot.
-// Single writer: publish() is called only from the NSS thread; generation() and
+// Single writer: publish() is called only from the host front's thread; generation() and
 // invalidate_all() may be called from any thread (one atomic load or increment).
 #pragma once
 

@@ -31,7 +31,7 @@ NssServer::NssServer(front::HostFront& front, NssOptions options)
                                           .max_connections = kMaxConnections,
                                           .timeout_ms = kConnectionTimeoutMs,
                                           .max_per_user = options_.max_connections_per_user}) {
-    front.add(*this);
+    front.add(*this, options_.max_connections_per_user);
 }
 
 NssServer::~NssServer() {
@@ -131,7 +131,8 @@ void NssServer::on_request(RequestConnection& connection, std::span<const uint8_
     // Read before any cache lookup: a flush from here on must invalidate what this request
     // publishes, since its answer may be from before the flush.
     r->map_generation = map_.generation();
-    if (auto result = front_.lookup(*this, q, id)) finish(id, *result);
+    // Counted against the client's uid until it ends, even once the client has hung up.
+    if (auto result = front_.lookup(*this, q, id, connection.peer_uid())) finish(id, *result);
 }
 
 void NssServer::host_done(uint64_t cookie, const hostdb::HostAnswer& answer) {

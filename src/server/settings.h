@@ -2,7 +2,7 @@
 // Settings: what a DNS worker reads of everything a reload may change, as one immutable
 // snapshot built from a Config (the routing and ResolverOptions it shares with the host
 // fronts, plus the server's own: access lists, rate limit, TCP limits). The daemon builds a
-// new one on SIGHUP, `nscache reload` or a changed watched file (daemon/thread_settings.h)
+// new one on SIGHUP, `nscache reload` or a changed watched file (daemon/snapshot.h)
 // and posts it to every worker; each swaps its pointer on its own thread, between two
 // events, so a query is handled start to finish under one set of settings and no lock or
 // atomic is read per query. What cannot change without a restart (listen addresses, threads,

@@ -8,6 +8,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <vector>
 
 #include "fake_clock.h"
@@ -124,6 +126,78 @@ TEST(Listener, OutOfDescriptorsShedsTheConnectionWithTheSpare) {
     EXPECT_EQ(handed, 1) << "the listener stopped after shedding";
     EXPECT_EQ(shed, 1);
     close(next);
+}
+
+// An accept(2) that fails with each errno of `failures` in turn, then accepts for real.
+std::vector<int> failures;
+int failing_accept(int fd, sockaddr* peer, socklen_t* length, int flags) {
+    if (!failures.empty()) {
+        errno = failures.front();
+        failures.erase(failures.begin());
+        return -1;
+    }
+    return accept4(fd, peer, length, flags);
+}
+
+// Review finding 3: Linux hands a new connection's pending network error back from accept()
+// (accept(2): ENETDOWN, EPROTO, ENOPROTOOPT, EHOSTDOWN, ENONET, EHOSTUNREACH, EOPNOTSUPP,
+// ENETUNREACH), and EPERM when a firewall rule forbids it. Each concerns that one connection:
+// the listener goes on with the next at once, where it used to rest a second (a remote peer
+// could blank DNS over TCP for a second at will).
+TEST(Listener, APerConnectionErrorSkipsThatConnectionOnly) {
+    for (const int error : {ENETDOWN, EPROTO, ENOPROTOOPT, EHOSTDOWN, ENONET, EHOSTUNREACH,
+                            EOPNOTSUPP, ENETUNREACH, EPERM, ECONNABORTED}) {
+        testing::FakeClock clock;
+        EventLoop loop(clock);
+        Loopback server;
+        int handed = 0;
+        Listener listener(loop, server.fd, "test socket",
+                          [&](int fd, const sockaddr_storage&, socklen_t) {
+                              ++handed;
+                              close(fd);
+                          });
+        listener.set_accept_for_tests(&failing_accept);
+        ASSERT_TRUE(listener.start());
+        failures = {error};
+        const int client = server.connect_client();
+        loop.run_once(0);
+        EXPECT_EQ(handed, 1) << std::strerror(error);
+        const int next = server.connect_client();
+        loop.run_once(0);
+        EXPECT_EQ(handed, 2) << std::strerror(error) << ": the listener rested";
+        close(client);
+        close(next);
+    }
+}
+
+// Out of kernel memory (ENOBUFS, ENOMEM), the next accept would fail alike: the listener
+// rests a second rather than spin, then goes on.
+TEST(Listener, OutOfMemoryRestsTheListenerASecond) {
+    for (const int error : {ENOBUFS, ENOMEM}) {
+        testing::FakeClock clock;
+        EventLoop loop(clock);
+        Loopback server;
+        int handed = 0;
+        Listener listener(loop, server.fd, "test socket",
+                          [&](int fd, const sockaddr_storage&, socklen_t) {
+                              ++handed;
+                              close(fd);
+                          });
+        listener.set_accept_for_tests(&failing_accept);
+        ASSERT_TRUE(listener.start());
+        failures = {error};
+        const int client = server.connect_client();
+        loop.run_once(0);
+        EXPECT_EQ(handed, 0) << std::strerror(error);
+        clock.advance_ms(999);
+        loop.run_once(0);
+        EXPECT_EQ(handed, 0) << std::strerror(error);
+        clock.advance_ms(1);
+        loop.run_once(0);  // the rest is over
+        loop.run_once(0);  // the waiting connection
+        EXPECT_EQ(handed, 1) << std::strerror(error);
+        close(client);
+    }
 }
 
 }  // namespace

@@ -2,14 +2,21 @@
 #include "daemon/daemon.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "daemon_test_support.h"
+#include "front/front_test_support.h"
+#include "nscd/protocol.h"
 
 namespace nscache::daemon {
 namespace {
@@ -97,6 +104,79 @@ TEST_F(DaemonTest, AFailedStepReleasesWhatWasBuilt) {
     // The lock went with it: a new instance starts.
     Daemon again(files_.source, config_);
     EXPECT_TRUE(again.acquire_lock());
+}
+
+// The nscd map as glibc's client gets it (GETFDHST from another process: the daemon declines
+// its own), mapped read-only; nullptr when none came within a few seconds.
+const nscd::MapHead* map_of(const std::string& nscd_socket, size_t& size) {
+    const int fd = front::testing::connect_as_child(nscd_socket);
+    if (fd < 0) return nullptr;
+    const char key[] = "hosts";
+    const nscd::RequestHeader header{nscd::kProtocolVersion, nscd::GETFDHST,
+                                     static_cast<int32_t>(sizeof key)};
+    std::vector<uint8_t> bytes(sizeof header + sizeof key);
+    std::memcpy(bytes.data(), &header, sizeof header);
+    std::memcpy(bytes.data() + sizeof header, key, sizeof key);
+    front::testing::send_all(fd, bytes);
+    pollfd p{fd, POLLIN, 0};
+    int map_fd = -1;
+    uint8_t reply[64];
+    if (poll(&p, 1, 5000) == 1) {
+        iovec iov{reply, sizeof reply};
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        const ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+        if (n >= static_cast<ssize_t>(sizeof key + sizeof(uint64_t)) &&
+            CMSG_FIRSTHDR(&msg) != nullptr) {
+            std::memcpy(&map_fd, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof map_fd);
+            uint64_t map_size = 0;
+            std::memcpy(&map_size, reply + sizeof key, sizeof map_size);
+            size = map_size;
+        }
+    }
+    close(fd);
+    if (map_fd < 0) return nullptr;
+    void* base = mmap(nullptr, size, PROT_READ, MAP_SHARED, map_fd, 0);
+    close(map_fd);
+    return base == MAP_FAILED ? nullptr : static_cast<const nscd::MapHead*>(base);
+}
+
+// Review finding 5: the host front's thread serves the NSS and nscd protocols, which are
+// destroyed before the front (member order). The destructor stopped it only through
+// stop_threads(), and only when there were worker threads: a front running without workers
+// (or a start that failed after the front's start) had its protocols freed under its thread,
+// and glibc's clients were never told that the map was gone. Now the destructor stops the
+// front first, whatever step ran last.
+TEST_F(DaemonTest, TheDestructorStopsTheHostFrontBeforeItsProtocols) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (the nscd socket's client as another process)";
+    BlockedSignals blocked;
+    Config c = config_;
+    c.threads = 0;  // the front's thread alone
+    c.nscd_socket = run_dir_ + "/nscd.sock";
+    c.nscd_proxy_other_databases = false;
+    const nscd::MapHead* head = nullptr;
+    size_t size = 0;
+    {
+        Daemon d(files_.source, c);
+        ASSERT_TRUE(d.acquire_lock());
+        ASSERT_TRUE(d.build_state());
+        d.build_settings();
+        ASSERT_TRUE(d.open_fronts());
+        ASSERT_TRUE(d.open_control());
+        d.start_threads();
+        head = map_of(c.nscd_socket, size);
+        ASSERT_NE(head, nullptr);
+        EXPECT_NE(head->timestamp, 0u);  // a live map
+    }                                    // no stop_threads(): a step after start_threads failed
+    // The front stopped in order: nscd told its clients the map is gone.
+    EXPECT_EQ(head->timestamp, 0u);
+    EXPECT_EQ(head->nscd_certainly_running, 0);
+    munmap(const_cast<nscd::MapHead*>(head), size);
+    for (const std::string& p : {c.nscd_socket, c.nscd_socket + ".lock"}) std::remove(p.c_str());
 }
 
 }  // namespace

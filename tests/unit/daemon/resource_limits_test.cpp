@@ -47,5 +47,25 @@ TEST(ResourceLimits, LocalSocketsAndRedisConnectionsAreReserved) {
     EXPECT_LT(fit_upstream_queries(65'536, c, 4), fronts);
 }
 
+// Review finding 2: the host front's one resolver holds a share of upstream queries for each
+// protocol it serves (NSS, nscd), so that neither can take the other's; the budget counts
+// each share, as it did when each protocol had a thread and a resolver of its own.
+TEST(ResourceLimits, TheHostFrontHoldsAShareOfQueriesForEachProtocol) {
+    Config c = config_with(100'000);
+    c.nss = true;
+    c.nscd_socket = "/var/run/nscd/socket";
+    const uint64_t limit = 65'536;
+    const uint32_t both = fit_upstream_queries(limit, c, 4);
+    EXPECT_LE(
+        uint64_t{both} * (4 + 2) * kDescriptorsPerUpstreamQuery + 2 * 1024 + c.max_tcp_connections,
+        limit);
+    c.nscd_socket.clear();
+    const uint32_t nss_only = fit_upstream_queries(limit, c, 4);
+    EXPECT_LE(
+        uint64_t{nss_only} * (4 + 1) * kDescriptorsPerUpstreamQuery + 1024 + c.max_tcp_connections,
+        limit);
+    EXPECT_GT(nss_only, both);
+}
+
 }  // namespace
 }  // namespace nscache::daemon

@@ -65,12 +65,14 @@ inline Config config_with(std::optional<SocketAddress> upstream) {
 }
 
 struct FrontHarness {
+    // `max_upstream_queries`: max-upstream-queries as the descriptor budget fitted it.
     explicit FrontHarness(const std::string& hosts_text = "192.0.2.1 one one-alias\n",
-                          std::optional<SocketAddress> upstream = std::nullopt)
+                          std::optional<SocketAddress> upstream = std::nullopt,
+                          uint32_t max_upstream_queries = 4096)
         : config(config_with(upstream)),
           cache(cache::CacheConfig{.budget_bytes = size_t{1} << 20}),
-          settings(
-              server::make_settings(config, upstream::Routing::build(config, registry, {}), 4096)),
+          settings(server::make_settings(config, upstream::Routing::build(config, registry, {}),
+                                         max_upstream_queries)),
           resolver_shared{settings->resolver, cache, {}, {}},
           front(resolver_shared, counters, 0, settings, options(), clock) {
         write_file(hosts_path(), hosts_text);

@@ -23,8 +23,9 @@ using testing::read_reply;
 using testing::send_all;
 
 // A protocol of one-byte requests: byte 'n' asks for "one" (AF_INET), 'u' for a name only
-// the upstream knows, anything else for "two". Replies 'F' when
-// found, 'x' when not, and counts what the front tells it.
+// the upstream knows, a capital letter for a name of its own under flood.test (upstream too),
+// anything else for "two". Replies 'F' when found, 'x' when not, and counts what the front
+// tells it.
 class ByteProtocol final : public Protocol {
   public:
     ByteProtocol(HostFront& front, std::string path, size_t max_per_user = 0)
@@ -35,7 +36,7 @@ class ByteProtocol final : public Protocol {
                                        .max_connections = 16,
                                        .timeout_ms = 1000,
                                        .max_per_user = max_per_user}) {
-        front.add(*this);
+        front.add(*this, max_per_user);
     }
 
     RequestSocket& socket() { return socket_; }
@@ -46,10 +47,15 @@ class ByteProtocol final : public Protocol {
     }
     void on_request(RequestConnection& connection, std::span<const uint8_t> request) override {
         hostdb::HostQuery q;
-        q.name = request[0] == 'n' ? "one" : request[0] == 'u' ? "www.example.test" : "two";
+        const char c = static_cast<char>(request[0]);
+        q.name = c == 'n'   ? "one"
+                 : c == 'u' ? "www.example.test"
+                 : c >= 'A' && c <= 'Z'
+                     ? std::string(1, static_cast<char>(c - 'A' + 'a')) + ".flood.test"
+                     : "two";
         q.family = 2;
         q.search = false;
-        if (auto answer = front_.lookup(*this, q, connection.id())) {
+        if (auto answer = front_.lookup(*this, q, connection.id(), connection.peer_uid())) {
             connection.send({static_cast<uint8_t>(answer->found() ? 'F' : 'x')});
         }
     }
@@ -184,6 +190,57 @@ TEST(HostFront, ALateAnswerReachesTheProtocolThatAsked) {
     const std::vector<uint8_t> reply = read_reply(fd, &closed);
     EXPECT_EQ(std::string(reply.begin(), reply.end()), "F");
     close(fd);
+}
+
+// Answers every query the upstream has received with an address, for `turns` bounded turns
+// of the loop (real I/O: no sleeps) or until `done` says so.
+template <typename Done>
+void answer_everything(FrontHarness& h, upstream::testing::ManualUpstream& upstream, Done done) {
+    for (int i = 0; i < 400 && !done(); ++i) {
+        h.front.run_once(5);
+        while (auto query = upstream.take_udp()) {
+            upstream.reply_udp(*query, upstream::testing::answer_to(
+                                           query->msg, 0, 1, upstream::testing::a_record(300, 7)));
+        }
+    }
+}
+
+// Review finding 2: both protocols forward through the front's one Resolver. One protocol's
+// clients (here every one of them, asking names an upstream leaves unanswered) must not take
+// the upstream queries the other one needs: each protocol has a resolver's worth of its own,
+// and past its bound its own clients are told "try again" at once.
+TEST(HostFront, OneProtocolCannotTakeTheOthersUpstreamQueries) {
+    upstream::testing::ManualUpstream upstream;
+    FrontHarness h("192.0.2.1 one\n", upstream.address, /*max_upstream_queries=*/8);
+    ByteProtocol a(h.front, h.socket_path("a.sock"), /*max_per_user=*/16);
+    ByteProtocol b(h.front, h.socket_path("b.sock"));
+    ASSERT_TRUE(a.socket().bind());
+    ASSERT_TRUE(b.socket().bind());
+    h.front.run_on_this_thread();
+    std::vector<int> flood;
+    for (char c = 'A'; c < 'A' + 12; ++c) {
+        flood.push_back(connect_as_child(h.socket_path("a.sock")));
+        ASSERT_GE(flood.back(), 0);
+        send_all(flood.back(), {static_cast<uint8_t>(c)});
+        h.turns(2);
+    }
+    h.turns();
+    size_t refused = 0;  // told "try again" at once
+    for (int fd : flood) refused += read_reply(fd) == std::vector<uint8_t>{'x'} ? 1 : 0;
+    EXPECT_GE(refused, 12u - 8u / 2);  // at most half its share of queries in flight
+
+    const int fd = connect_as_child(h.socket_path("b.sock"));
+    ASSERT_GE(fd, 0);
+    send_all(fd, {'u'});
+    h.turns();  // asked before any upstream answers: the flood is still in flight
+    std::vector<uint8_t> reply;
+    answer_everything(h, upstream, [&] {
+        if (reply.empty()) reply = read_reply(fd);
+        return !reply.empty();
+    });
+    EXPECT_EQ(std::string(reply.begin(), reply.end()), "F");
+    close(fd);
+    for (int f : flood) close(f);
 }
 
 // Settings posted from another thread are taken on the front's thread at its next wake-up,

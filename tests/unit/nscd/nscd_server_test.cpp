@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "front/front_test_support.h"
+#include "upstream/upstream_test_support.h"
 
 namespace nscache::nscd {
 namespace {
@@ -46,7 +47,11 @@ NscdOptions options_for(const FrontHarness& h, size_t max_per_user = 256) {
 }
 
 struct NscdHarness {
-    explicit NscdHarness(size_t max_per_user = 256) : nscd(h.front, options_for(h, max_per_user)) {
+    explicit NscdHarness(size_t max_per_user = 256,
+                         std::optional<SocketAddress> upstream = std::nullopt,
+                         uint32_t max_upstream_queries = 4096)
+        : h("192.0.2.1 one one-alias\n", upstream, max_upstream_queries),
+          nscd(h.front, options_for(h, max_per_user)) {
         const Result<void> opened = nscd.open();
         EXPECT_TRUE(opened) << (opened ? "" : opened.error());
         h.front.run_on_this_thread();
@@ -181,6 +186,48 @@ TEST(NscdServer, InvalidateIsRootsOnly) {
     if (geteuid() != 0) GTEST_SKIP() << "INVALIDATE as root needs root";
     EXPECT_EQ(n.ask(request(INVALIDATE, "hosts")).size(), sizeof(int32_t));
     EXPECT_EQ(n.nscd.map_entries(), 0u);
+}
+
+// Review finding 2, on the socket every program asks first: a user who asks and hangs up again
+// and again, then asks on open connections, gets no more than its share of the lookups in
+// flight. Past it, a lookup is closed without a reply at once (glibc's client asks NSS itself),
+// never held; another user's lookup still goes upstream and is answered.
+TEST(NscdServer, OneUserCannotTakeAnotherUsersLookups) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (clients of two other users)";
+    upstream::testing::ManualUpstream upstream;
+    NscdHarness n(/*max_per_user=*/4, upstream.address, /*max_upstream_queries=*/16);
+    for (int i = 0; i < 12; ++i) {
+        const int fd = connect_as_child(n.path(), 65534);
+        ASSERT_GE(fd, 0);
+        send_all(fd, request(GETAI, "flood" + std::to_string(i) + ".test"));
+        n.h.turns(2);
+        close(fd);  // asked, and gone
+        n.h.turns(2);
+    }
+    const int over = connect_as_child(n.path(), 65534);  // within its connections, past its lookups
+    ASSERT_GE(over, 0);
+    send_all(over, request(GETHOSTBYNAME, "more.test"));
+    n.h.turns();
+    bool closed = false;
+    EXPECT_TRUE(read_reply(over, &closed).empty());
+    EXPECT_TRUE(closed) << "held instead of told to ask NSS";
+    close(over);
+
+    const int fd = connect_as_child(n.path(), 65533);
+    ASSERT_GE(fd, 0);
+    send_all(fd, request(GETHOSTBYNAME, "victim.test"));
+    n.h.turns();  // asked before any upstream answers: the flood is still in flight
+    std::vector<uint8_t> reply;
+    for (int i = 0; i < 400 && reply.empty(); ++i) {
+        n.h.front.run_once(5);
+        while (auto query = upstream.take_udp()) {
+            upstream.reply_udp(*query, upstream::testing::answer_to(
+                                           query->msg, 0, 1, upstream::testing::a_record(300, 7)));
+        }
+        reply = read_reply(fd);
+    }
+    close(fd);
+    EXPECT_EQ(host_header(reply).found, 1);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "front/front_test_support.h"
+#include "upstream/upstream_test_support.h"
 
 namespace nscache::nssd {
 namespace {
@@ -39,8 +40,11 @@ std::vector<uint8_t> request(uint16_t op, int32_t family, const std::string& dat
 }
 
 struct NssHarness {
-    explicit NssHarness(size_t max_per_user = 256)
-        : nss(h.front, NssOptions{.socket_path = h.socket_path("nss.sock"),
+    explicit NssHarness(size_t max_per_user = 256,
+                        std::optional<SocketAddress> upstream = std::nullopt,
+                        uint32_t max_upstream_queries = 4096)
+        : h("192.0.2.1 one one-alias\n", upstream, max_upstream_queries),
+          nss(h.front, NssOptions{.socket_path = h.socket_path("nss.sock"),
                                   .max_connections_per_user = max_per_user}) {
         const Result<void> opened = nss.open();
         EXPECT_TRUE(opened) << (opened ? "" : opened.error());
@@ -171,6 +175,40 @@ TEST(NssServer, GetMapPassesTheMapsDescriptor) {
     EXPECT_GE(map_fd, 0);
     close(map_fd);
     close(fd);
+}
+
+// Review finding 2: an NSS request outlives its connection (the answer is still published in
+// the map). A user who asks and hangs up, again and again, holds no connection, so the
+// connection share alone let its requests pile up until they held every upstream query the
+// front has: then every other user's lookups failed. Such a request counts against its user
+// until it ends, so that user's share of the lookups in flight is all it can take.
+TEST(NssServer, RequestsOfClosedConnectionsStillCountAgainstTheirUser) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (clients of two other users)";
+    upstream::testing::ManualUpstream upstream;
+    NssHarness n(/*max_per_user=*/2, upstream.address, /*max_upstream_queries=*/16);
+    for (int i = 0; i < 12; ++i) {
+        const int fd = connect_as_child(n.path(), 65534);
+        ASSERT_GE(fd, 0);
+        send_all(fd, request(NSCACHE_NSS_BY_NAME, 0, "flood" + std::to_string(i) + ".test"));
+        n.h.turns(2);
+        close(fd);  // asked, and gone
+        n.h.turns(2);
+    }
+    const int fd = connect_as_child(n.path(), 65533);
+    ASSERT_GE(fd, 0);
+    send_all(fd, request(NSCACHE_NSS_BY_NAME, 2, "victim.test"));
+    n.h.turns();  // asked before any upstream answers: the flood is still in flight
+    std::vector<uint8_t> reply;
+    for (int i = 0; i < 400 && reply.empty(); ++i) {
+        n.h.front.run_once(5);
+        while (auto query = upstream.take_udp()) {
+            upstream.reply_udp(*query, upstream::testing::answer_to(
+                                           query->msg, 0, 1, upstream::testing::a_record(300, 7)));
+        }
+        reply = read_reply(fd);
+    }
+    close(fd);
+    EXPECT_EQ(header_of(reply).status, NSCACHE_NSS_FOUND);
 }
 
 }  // namespace
