@@ -57,7 +57,7 @@ std::vector<std::string_view> fields_of(std::string_view line) {
 // The file's text, up to kMaxHostsBytes and then only whole lines (a name cut in two must not
 // be served). A file that is missing reads as empty; one that cannot be read too, with a
 // warning, as the daemon's user may lack the right to read it after a privilege switch; and
-// so does one that is not a regular file: a FIFO would block the NSS or nscd thread until
+// so does one that is not a regular file: a FIFO would block the host front's thread until
 // something wrote to it (O_NONBLOCK opens it at once; fstat then refuses it), a device such
 // as /dev/zero never ends.
 std::string read_file(const std::string& path, bool& exists) {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // One thread's client of the shared second-level cache in Redis or Redis Cluster: looks a
 // local cache miss up there, and writes upstream answers there for the other hosts. One per
-// Resolver (each worker and the NSS thread), on that thread's event loop; no locks, nothing
-// shared but the settings and the thread's own counters block.
+// Resolver (each worker and the host front's thread), on that thread's event loop; no locks,
+// nothing shared but the settings and the thread's own counters block.
 //
 // Guarantees
 // - Never blocks: hiredis's asynchronous API on the thread's EventLoop (RedisConnection), and
