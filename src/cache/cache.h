@@ -39,7 +39,8 @@ struct CacheKey {
     uint16_t qclass = 0;
     uint8_t flags = 0;  // kKeyDo | kKeyCd
     // hash_name(name) when the caller has it (upstream::Question computes it once per client
-    // query); 0: the cache computes it.
+    // query); 0: the cache computes it. Trusted: it picks the shard and the bucket (checked
+    // builds, NSCACHE_CHECKS, abort on one that is not hash_name(name)).
     uint64_t name_hash = 0;
 };
 
@@ -153,6 +154,8 @@ class Cache {
 
   private:
     CacheShard& shard_for(uint64_t hash) const;
+    // The key's name hash: the caller's, or computed now.
+    uint64_t hash_of(const CacheKey& key) const;
 
     std::vector<std::unique_ptr<CacheShard>> shards_;
     uint64_t seed_;

@@ -411,5 +411,28 @@ TEST_F(CacheTest, LookupAnswerCopiesTheEntryWithItsAgeAndFreshness) {
     EXPECT_EQ(cache.lookup_answer(key, kStart + 701'000).freshness, Freshness::Miss);
 }
 
+// Review finding 8: the cache trusts a key's precomputed name hash (it picks the shard and
+// the bucket); one that is not the cache's hash of the name would file an entry where no
+// lookup finds it. Checked builds (the tests', the sanitizers': NSCACHE_CHECKS) abort on it.
+TEST(CacheDeathTest, NameHashThatIsNotTheCachesHashOfTheNameAborts) {
+#ifndef NSCACHE_CHECKS
+    GTEST_SKIP() << "a build without NSCACHE_CHECKS";
+#endif
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    Cache cache(CacheConfig{.budget_bytes = 1 << 20, .seed = 7});
+    ClientQuery q("www.example.test", dns::rtype::A);
+    auto a = prepare(positive_answer("www.example.test", {100}), TtlPolicy{});
+    ASSERT_TRUE(a);
+    CacheKey key{q.lower.view(), dns::rtype::A, dns::kClassIN, 0};
+    key.name_hash = cache.hash_name(key.name) ^ 0x100000000ull;
+    std::vector<uint8_t> out(4096);
+    EXPECT_DEATH(cache.insert(key, *a, kStart), "name_hash");
+    EXPECT_DEATH(cache.lookup(key, q.query(), kStart, RenderLimits{}, out, false), "name_hash");
+    key.name_hash = cache.hash_name(key.name);  // the right one: stored and found
+    cache.insert(key, *a, kStart);
+    EXPECT_EQ(cache.lookup(key, q.query(), kStart, RenderLimits{}, out, false).freshness,
+              Freshness::Fresh);
+}
+
 }  // namespace
 }  // namespace nscache::cache
