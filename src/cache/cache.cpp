@@ -71,10 +71,12 @@ LookupResult Cache::lookup(const CacheKey& key, const dns::Query& query, uint64_
     return shard_for(hash).lookup(key, hash, query, now_ms, limits, out, allow_stale);
 }
 
-CachedAnswer Cache::lookup_answer(const CacheKey& key, uint64_t now_ms) {
-    if (key.qtype == kNxdomainMarkerType) return {};
+void Cache::lookup_answer(const CacheKey& key, uint64_t now_ms, CachedAnswer& out) {
+    out.freshness = Freshness::Miss;
+    out.prefetch = false;
+    if (key.qtype == kNxdomainMarkerType) return;
     const uint64_t hash = hash_of(key);
-    return shard_for(hash).lookup_answer(key, hash, now_ms);
+    shard_for(hash).lookup_answer(key, hash, now_ms, out);
 }
 
 void Cache::insert(const CacheKey& key, const PreparedAnswer& answer, uint64_t now_ms) {

@@ -193,15 +193,18 @@ void HostLookup::ask_next(LookupId id) {
 std::optional<HostAnswer> HostLookup::from_cache(const Lookup& l, size_t part) {
     upstream::Question question = l.question;
     question.qtype = l.parts[part].qtype;
-    const cache::CachedAnswer hit =
-        shared_.cache.lookup_answer(question.cache_key(), loop_.now_ms());
-    if (hit.freshness == cache::Freshness::Miss) return std::nullopt;
-    return host_answer_from_cache(hit.answer.view(), question.name.view(), question.qtype,
-                                  hit.age_s, hit.freshness == cache::Freshness::Stale);
+    shared_.cache.lookup_answer(question.cache_key(), loop_.now_ms(), hit_);
+    if (hit_.freshness == cache::Freshness::Miss) return std::nullopt;
+    return host_answer_from_cache(hit_, question.qtype);
 }
 
-bool HostLookup::serve_stale(LookupId id, size_t part) {
-    std::optional<HostAnswer> stale = from_cache(*lookups_.find(id), part);
+bool HostLookup::serve_stale(LookupId id, size_t part, bool looked_up) {
+    std::optional<HostAnswer> stale;
+    if (!looked_up) {
+        stale = from_cache(*lookups_.find(id), part);
+    } else if (hit_.freshness != cache::Freshness::Miss) {
+        stale = host_answer_from_cache(hit_, lookups_.find(id)->parts[part].qtype);
+    }
     if (!stale) return false;
     bump(counters_.stale_served);
     part_done(id, part, std::move(*stale), true);
@@ -217,18 +220,16 @@ void HostLookup::ask_part(LookupId id, size_t part) {
         // The DNS pipeline's steps (upstream/miss_path.h), reading the cached records instead
         // of a rendered message: a fresh hit answers (and may start a prefetch); a stale entry
         // (kept only with serve-stale on) is what the part may fall back on.
-        cache::CachedAnswer hit = shared_.cache.lookup_answer(question.cache_key(), loop_.now_ms());
-        if (hit.freshness == cache::Freshness::Fresh) {
-            if (upstream::on_hit(resolver_, question, hit.prefetch, policy_.prefetch)) {
+        shared_.cache.lookup_answer(question.cache_key(), loop_.now_ms(), hit_);
+        if (hit_.freshness == cache::Freshness::Fresh) {
+            HostAnswer answer = host_answer_from_cache(hit_, question.qtype);
+            if (upstream::on_hit(resolver_, question, hit_.prefetch, policy_.prefetch)) {
                 bump(counters_.prefetches);
             }
-            part_done(id, part,
-                      host_answer_from_cache(hit.answer.view(), question.name.view(),
-                                             question.qtype, hit.age_s, false),
-                      true);
+            part_done(id, part, std::move(answer), true);
             return;
         }
-        stale_available = hit.freshness == cache::Freshness::Stale;
+        stale_available = hit_.freshness == cache::Freshness::Stale;
         l.parts[part].stale = stale_available;
     }
     // The failure cache (RFC 9520 §3.2) gives a failure at once, so the client's own NSS
@@ -236,7 +237,8 @@ void HostLookup::ask_part(LookupId id, size_t part) {
     // glibc's answers stay what they were.
     const upstream::MissDecision miss = upstream::decide_miss(
         resolver_, question, stale_available, policy_.serve_expired,
-        [&] { return serve_stale(id, part); }, [] { return false; });
+        // The stale entry is the one just read (hit_): not looked up (and copied) again.
+        [&] { return serve_stale(id, part, true); }, [] { return false; });
     if (miss.kind == upstream::MissDecision::Kind::Answered) return;
     if (miss.kind == upstream::MissDecision::Kind::Failing) {
         part_done(id, part, HostAnswer{}, false);
@@ -289,7 +291,7 @@ void HostLookup::deliver(uint64_t cookie, const upstream::ResolveOutcome& outcom
     if (usable) {
         part_done(id, part,
                   host_answer_from_cache(answer->view(), l->question.name.view(),
-                                         l->parts[part].qtype, 0, false),
+                                         l->parts[part].qtype, 0, false, scratch_),
                   true);
         return;
     }
