@@ -3,11 +3,14 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
+#include <cstdlib>
 
 #include "cache/nxdomain_cut.h"
 #include "cache/shard.h"
 #include "common/hash.h"
 #include "common/random.h"
+#include "dns/name.h"
 
 namespace nscache::cache {
 namespace {
@@ -40,6 +43,22 @@ Cache::Cache(const CacheConfig& config)
 
 Cache::~Cache() = default;
 
+#ifdef NSCACHE_CHECKS
+[[noreturn, gnu::cold]] static void wrong_name_hash(const CacheKey& key) {
+    std::fprintf(stderr, "cache: CacheKey::name_hash is not the cache's hash of %s\n",
+                 dns::name_to_text(key.name).c_str());
+    std::abort();
+}
+#endif
+
+inline uint64_t Cache::hash_of(const CacheKey& key) const {
+    if (key.name_hash == 0) return hash_name(key.name);
+#ifdef NSCACHE_CHECKS
+    if (key.name_hash != hash_name(key.name)) wrong_name_hash(key);
+#endif
+    return key.name_hash;
+}
+
 // Shards take the hash's low bits; buckets within a shard take its high 32 bits.
 CacheShard& Cache::shard_for(uint64_t hash) const {
     return *shards_[hash & ((size_t{1} << shard_shift_) - 1)];
@@ -48,14 +67,16 @@ CacheShard& Cache::shard_for(uint64_t hash) const {
 LookupResult Cache::lookup(const CacheKey& key, const dns::Query& query, uint64_t now_ms,
                            const RenderLimits& limits, std::span<uint8_t> out, bool allow_stale) {
     if (key.qtype == kNxdomainMarkerType) return {};  // the marker answers only names below
-    const uint64_t hash = key.name_hash != 0 ? key.name_hash : hash_name(key.name);
+    const uint64_t hash = hash_of(key);
     return shard_for(hash).lookup(key, hash, query, now_ms, limits, out, allow_stale);
 }
 
-CachedAnswer Cache::lookup_answer(const CacheKey& key, uint64_t now_ms) {
-    if (key.qtype == kNxdomainMarkerType) return {};
-    const uint64_t hash = key.name_hash != 0 ? key.name_hash : hash_name(key.name);
-    return shard_for(hash).lookup_answer(key, hash, now_ms);
+void Cache::lookup_answer(const CacheKey& key, uint64_t now_ms, CachedAnswer& out) {
+    out.freshness = Freshness::Miss;
+    out.prefetch = false;
+    if (key.qtype == kNxdomainMarkerType) return;
+    const uint64_t hash = hash_of(key);
+    shard_for(hash).lookup_answer(key, hash, now_ms, out);
 }
 
 void Cache::insert(const CacheKey& key, const PreparedAnswer& answer, uint64_t now_ms) {
@@ -70,7 +91,7 @@ void Cache::insert_at(const CacheKey& key, const PreparedAnswer& answer, uint64_
     // below, compression pointers into another question included). Markers are made only
     // here, from their NXDOMAIN; a dumped one is made again when its NXDOMAIN is loaded.
     if (key.qtype == kNxdomainMarkerType) return;
-    const uint64_t hash = key.name_hash != 0 ? key.name_hash : hash_name(key.name);
+    const uint64_t hash = hash_of(key);
     shard_for(hash).insert(key, hash, answer, born_ms, now_ms);
     if ((key.flags & kKeyDo) != 0) return;
     if (auto marker = nxdomain_marker(key.name, answer)) {

@@ -39,7 +39,8 @@ struct CacheKey {
     uint16_t qclass = 0;
     uint8_t flags = 0;  // kKeyDo | kKeyCd
     // hash_name(name) when the caller has it (upstream::Question computes it once per client
-    // query); 0: the cache computes it.
+    // query); 0: the cache computes it. Trusted: it picks the shard and the bucket (checked
+    // builds, NSCACHE_CHECKS, abort on one that is not hash_name(name)).
     uint64_t name_hash = 0;
 };
 
@@ -59,13 +60,25 @@ struct LookupResult {
     bool prefetch = false;   // a popular entry in the last 10% of its TTL: refresh it now
 };
 
-// An entry copied out of the cache, for a reader that wants the records themselves (the host
-// lookup) rather than an answer rendered for a DNS client.
+// An entry copied out of the cache for a reader of its records (the host lookup) rather than
+// an answer rendered for a DNS client: what that reader needs, copied once, into a buffer it
+// owns and passes again (it grows to the largest entry read, then takes no allocation).
 struct CachedAnswer {
     Freshness freshness = Freshness::Miss;
     bool prefetch = false;  // as LookupResult::prefetch (and taken by this lookup the same way)
     uint32_t age_s = 0;     // seconds since it was stored: what render_answer counts TTLs down by
-    PreparedAnswer answer;  // Fresh or Stale: the stored records, TTLs as stored; ttl unset
+    uint8_t rcode = 0;
+    uint16_t ancount = 0;
+    uint16_t nscount = 0;
+    // Fresh or Stale: the entry's records (TTLs as stored) from records_offset, behind a
+    // stand-in for the header and question they came after (12 zero bytes, the key's name,
+    // 4 zero bytes), where their compression pointers point.
+    std::vector<uint8_t> message;
+    size_t records_offset = 0;
+
+    dns::Bytes qname() const {
+        return dns::Bytes(message.data() + dns::kHeaderSize, records_offset - dns::kHeaderSize - 4);
+    }
 };
 
 struct CacheCounters {
@@ -102,10 +115,11 @@ class Cache {
     LookupResult lookup(const CacheKey& key, const dns::Query& query, uint64_t now_ms,
                         const RenderLimits& limits, std::span<uint8_t> out, bool allow_stale);
 
-    // As lookup(), but copies the entry (fresh or stale alike) instead of rendering it: one
-    // copy under the shard's lock, nothing called out under it. The caller counts the TTLs
-    // down by age_s, or uses kStaleAnswerTtl for a stale entry, as render_answer does.
-    CachedAnswer lookup_answer(const CacheKey& key, uint64_t now_ms);
+    // As lookup(), but copies the entry (fresh or stale alike) into `out` instead of rendering
+    // it: one copy under the shard's lock, nothing called out under it, no allocation once
+    // out.message has grown. The caller counts the TTLs down by age_s, or uses
+    // kStaleAnswerTtl for a stale entry, as render_answer does.
+    void lookup_answer(const CacheKey& key, uint64_t now_ms, CachedAnswer& out);
 
     // RFC 8020: a fresh cached NXDOMAIN for an ancestor of key.name (at label offsets up to
     // `top_offset` into it: where its forwarding rule's domain begins, so that no NXDOMAIN
@@ -153,6 +167,8 @@ class Cache {
 
   private:
     CacheShard& shard_for(uint64_t hash) const;
+    // The key's name hash: the caller's, or computed now.
+    uint64_t hash_of(const CacheKey& key) const;
 
     std::vector<std::unique_ptr<CacheShard>> shards_;
     uint64_t seed_;

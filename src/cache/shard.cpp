@@ -205,27 +205,25 @@ LookupResult CacheShard::lookup(const CacheKey& key, uint64_t hash, const dns::Q
     return result;
 }
 
-CachedAnswer CacheShard::lookup_answer(const CacheKey& key, uint64_t hash, uint64_t now_ms) {
-    CachedAnswer result;
+void CacheShard::lookup_answer(const CacheKey& key, uint64_t hash, uint64_t now_ms,
+                               CachedAnswer& out) {
     MutexLock lock(mu_);
-    const Entry* e = find_for_read(key, static_cast<uint32_t>(hash >> 32), now_ms, result.freshness,
-                                   result.prefetch);
-    if (e == nullptr) return result;
-    if (result.freshness == Freshness::Fresh) {
-        result.age_s = static_cast<uint32_t>((now_ms - e->born_ms) / 1000);
-    }
-    const AnswerView v = e->view();
-    PreparedAnswer& a = result.answer;
-    a.kind = e->kind();
-    a.rcode = v.rcode;
-    a.ad = v.ad;
-    a.ancount = v.ancount;
-    a.nscount = v.nscount;
-    a.arcount = v.arcount;
-    a.records.assign(v.records.begin(), v.records.end());
-    a.ttl_offsets.assign(v.ttl_offsets.begin(), v.ttl_offsets.end());
-    a.ede.assign(v.ede.begin(), v.ede.end());
-    return result;
+    const Entry* e =
+        find_for_read(key, static_cast<uint32_t>(hash >> 32), now_ms, out.freshness, out.prefetch);
+    if (e == nullptr) return;
+    out.age_s =
+        out.freshness == Freshness::Fresh ? static_cast<uint32_t>((now_ms - e->born_ms) / 1000) : 0;
+    out.rcode = e->rcode;
+    out.ancount = e->ancount;
+    out.nscount = e->nscount;
+    out.records_offset = dns::kHeaderSize + e->name_len + 4;
+    // Allocates only when the buffer is smaller than this entry (at most 64 KiB of records).
+    out.message.resize(out.records_offset + e->records_len);
+    uint8_t* m = out.message.data();
+    std::memset(m, 0, dns::kHeaderSize);
+    std::memcpy(m + dns::kHeaderSize, e->name(), e->name_len);
+    std::memset(m + dns::kHeaderSize + e->name_len, 0, 4);
+    copy_bytes(m + out.records_offset, e->records(), e->records_len);
 }
 
 void CacheShard::insert(const CacheKey& key, uint64_t hash, const PreparedAnswer& answer,

@@ -29,7 +29,8 @@ class CacheShard {
     LookupResult lookup(const CacheKey& key, uint64_t hash, const dns::Query& query,
                         uint64_t now_ms, const RenderLimits& limits, std::span<uint8_t> out,
                         bool allow_stale);
-    CachedAnswer lookup_answer(const CacheKey& key, uint64_t hash, uint64_t now_ms);
+    // `out` comes with freshness Miss and prefetch false.
+    void lookup_answer(const CacheKey& key, uint64_t hash, uint64_t now_ms, CachedAnswer& out);
     void insert(const CacheKey& key, uint64_t hash, const PreparedAnswer& answer, uint64_t born_ms,
                 uint64_t now_ms);
     size_t flush();

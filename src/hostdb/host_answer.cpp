@@ -138,16 +138,23 @@ HostAnswer host_answer_from_dns(dns::Bytes msg, dns::Bytes qname, uint16_t qtype
 }
 
 HostAnswer host_answer_from_cache(const cache::AnswerView& answer, dns::Bytes qname, uint16_t qtype,
-                                  uint32_t age_s, bool stale) {
+                                  uint32_t age_s, bool stale, std::vector<uint8_t>& scratch) {
     // The records' compression pointers count from the start of the message they came in
     // (the question's name at offset 12), so they are read behind a stand-in for the header
     // and the question: one copy of the records, no header, flags, OPT or TTLs written.
-    std::vector<uint8_t> msg(dns::kHeaderSize + qname.size() + 4 + answer.records.size());
-    std::memcpy(msg.data() + dns::kHeaderSize, qname.data(), qname.size());
-    std::memcpy(msg.data() + dns::kHeaderSize + qname.size() + 4, answer.records.data(),
-                answer.records.size());
-    return read_records(dns::Bytes(msg), dns::kHeaderSize + qname.size() + 4, answer.rcode,
-                        answer.ancount, answer.nscount, qname, qtype, TtlClock{age_s, stale});
+    const size_t records_offset = dns::kHeaderSize + qname.size() + 4;
+    scratch.resize(records_offset + answer.records.size());
+    std::memcpy(scratch.data() + dns::kHeaderSize, qname.data(), qname.size());
+    std::memcpy(scratch.data() + records_offset, answer.records.data(), answer.records.size());
+    return read_records(dns::Bytes(scratch), records_offset, answer.rcode, answer.ancount,
+                        answer.nscount, qname, qtype, TtlClock{age_s, stale});
+}
+
+HostAnswer host_answer_from_cache(const cache::CachedAnswer& hit, uint16_t qtype) {
+    if (hit.freshness == cache::Freshness::Miss) return {};
+    return read_records(dns::Bytes(hit.message), hit.records_offset, hit.rcode, hit.ancount,
+                        hit.nscount, hit.qname(), qtype,
+                        TtlClock{hit.age_s, hit.freshness == cache::Freshness::Stale});
 }
 
 HostAnswer combine_answers(const HostAnswer& a, const HostAnswer& aaaa) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cache/answer.h"
+#include "cache/cache.h"
 #include "dns/wire.h"
 
 namespace nscache::hostdb {
@@ -46,8 +47,12 @@ HostAnswer host_answer_from_dns(dns::Bytes answer, dns::Bytes qname, uint16_t qt
 // upstream's PreparedAnswer), without a DNS message rendered for it: TTLs counted down by
 // `age_s`, or every TTL cache::kStaleAnswerTtl for a `stale` entry, exactly as the answer a
 // DNS client gets from the same entry would carry them (cache/render.h).
+// `scratch`: the caller's buffer, reused (the records are read behind a stand-in header).
 HostAnswer host_answer_from_cache(const cache::AnswerView& answer, dns::Bytes qname, uint16_t qtype,
-                                  uint32_t age_s, bool stale);
+                                  uint32_t age_s, bool stale, std::vector<uint8_t>& scratch);
+// The same, read in place from an entry cache::Cache::lookup_answer copied out (Fresh or Stale)
+// for the name of its key.
+HostAnswer host_answer_from_cache(const cache::CachedAnswer& hit, uint16_t qtype);
 
 // AF_UNSPEC asks A and AAAA (glibc's dns module does the same): found if either has
 // addresses (the names come from the A answer when it has addresses), NotFound if either

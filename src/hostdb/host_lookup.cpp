@@ -19,12 +19,28 @@ constexpr int kAfInet6 = 10;
 // falls back to its own NSS modules).
 constexpr size_t kMaxLookups = 16384;
 
-// A resolver cookie: the lookup's id with the part (0 or 1) in the low bit of its slot index.
-uint64_t cookie_of(uint64_t id, size_t part) {
-    return (id >> 32) << 32 | (id & 0xFFFFFFFFu) << 1 | part;
+// A resolver cookie: the lookup's id (generation, slot index) with the round (which search
+// candidate was asked) and the part (0 or 1) in the low 32 bits. A round can end while its
+// upstream question is still in flight (the stale timer serves a part), and the next round may
+// ask the same name again: the round tells a late answer to the earlier round, which is
+// dropped, from the answer the current round waits for, and keeps the two rounds' waiters
+// apart in the inflight table.
+constexpr unsigned kIndexBits = 14;
+constexpr unsigned kRoundBits = 31 - kIndexBits;
+constexpr uint64_t kIndexMask = (uint64_t{1} << kIndexBits) - 1;
+constexpr uint64_t kRoundMask = (uint64_t{1} << kRoundBits) - 1;
+static_assert(kMaxLookups <= (size_t{1} << kIndexBits), "a lookup's slot index must fit");
+
+uint64_t cookie_of(uint64_t id, uint32_t round, size_t part) {
+    return (id >> 32) << 32 | (round & kRoundMask) << (kIndexBits + 1) | (id & kIndexMask) << 1 |
+           part;
 }
 uint64_t lookup_of(uint64_t cookie) {
-    return (cookie >> 32) << 32 | (cookie & 0xFFFFFFFFu) >> 1;
+    return (cookie >> 32) << 32 | (cookie >> 1 & kIndexMask);
+}
+// Rounds wrap at 2^17, far beyond the candidates of one search (resolv.conf allows 6 domains).
+bool same_round(uint64_t cookie, uint32_t round) {
+    return (cookie >> (kIndexBits + 1) & kRoundMask) == (round & kRoundMask);
 }
 
 // A numeric name answers itself (glibc's callers catch most of them before any lookup).
@@ -105,7 +121,9 @@ std::optional<HostAnswer> HostLookup::start(const HostQuery& query, uint64_t coo
         l->question.name.length = static_cast<uint8_t>(reverse.size());
         l->question.hash_with(shared_.cache);
     } else if (query.search && !query.refresh) {
-        l->plan.emplace(search_config_.get(loop_.now_ms()), query.name);
+        l->plan.emplace(
+            options_.search_config ? *options_.search_config : search_config_.get(loop_.now_ms()),
+            query.name);
     } else {
         l->plan.emplace(SearchPlan::single(query.name));
     }
@@ -175,15 +193,18 @@ void HostLookup::ask_next(LookupId id) {
 std::optional<HostAnswer> HostLookup::from_cache(const Lookup& l, size_t part) {
     upstream::Question question = l.question;
     question.qtype = l.parts[part].qtype;
-    const cache::CachedAnswer hit =
-        shared_.cache.lookup_answer(question.cache_key(), loop_.now_ms());
-    if (hit.freshness == cache::Freshness::Miss) return std::nullopt;
-    return host_answer_from_cache(hit.answer.view(), question.name.view(), question.qtype,
-                                  hit.age_s, hit.freshness == cache::Freshness::Stale);
+    shared_.cache.lookup_answer(question.cache_key(), loop_.now_ms(), hit_);
+    if (hit_.freshness == cache::Freshness::Miss) return std::nullopt;
+    return host_answer_from_cache(hit_, question.qtype);
 }
 
-bool HostLookup::serve_stale(LookupId id, size_t part) {
-    std::optional<HostAnswer> stale = from_cache(*lookups_.find(id), part);
+bool HostLookup::serve_stale(LookupId id, size_t part, bool looked_up) {
+    std::optional<HostAnswer> stale;
+    if (!looked_up) {
+        stale = from_cache(*lookups_.find(id), part);
+    } else if (hit_.freshness != cache::Freshness::Miss) {
+        stale = host_answer_from_cache(hit_, lookups_.find(id)->parts[part].qtype);
+    }
     if (!stale) return false;
     bump(counters_.stale_served);
     part_done(id, part, std::move(*stale), true);
@@ -199,18 +220,16 @@ void HostLookup::ask_part(LookupId id, size_t part) {
         // The DNS pipeline's steps (upstream/miss_path.h), reading the cached records instead
         // of a rendered message: a fresh hit answers (and may start a prefetch); a stale entry
         // (kept only with serve-stale on) is what the part may fall back on.
-        cache::CachedAnswer hit = shared_.cache.lookup_answer(question.cache_key(), loop_.now_ms());
-        if (hit.freshness == cache::Freshness::Fresh) {
-            if (upstream::on_hit(resolver_, question, hit.prefetch, policy_.prefetch)) {
+        shared_.cache.lookup_answer(question.cache_key(), loop_.now_ms(), hit_);
+        if (hit_.freshness == cache::Freshness::Fresh) {
+            HostAnswer answer = host_answer_from_cache(hit_, question.qtype);
+            if (upstream::on_hit(resolver_, question, hit_.prefetch, policy_.prefetch)) {
                 bump(counters_.prefetches);
             }
-            part_done(id, part,
-                      host_answer_from_cache(hit.answer.view(), question.name.view(),
-                                             question.qtype, hit.age_s, false),
-                      true);
+            part_done(id, part, std::move(answer), true);
             return;
         }
-        stale_available = hit.freshness == cache::Freshness::Stale;
+        stale_available = hit_.freshness == cache::Freshness::Stale;
         l.parts[part].stale = stale_available;
     }
     // The failure cache (RFC 9520 §3.2) gives a failure at once, so the client's own NSS
@@ -218,47 +237,61 @@ void HostLookup::ask_part(LookupId id, size_t part) {
     // glibc's answers stay what they were.
     const upstream::MissDecision miss = upstream::decide_miss(
         resolver_, question, stale_available, policy_.serve_expired,
-        [&] { return serve_stale(id, part); }, [] { return false; });
+        // The stale entry is the one just read (hit_): not looked up (and copied) again.
+        [&] { return serve_stale(id, part, true); }, [] { return false; });
     if (miss.kind == upstream::MissDecision::Kind::Answered) return;
     if (miss.kind == upstream::MissDecision::Kind::Failing) {
         part_done(id, part, HostAnswer{}, false);
         return;
     }
     // A prefetch takes the shared tier's value only when it is fresher than the cache's.
-    if (!resolver_.resolve(question, cookie_of(id, part), l.query.refresh)) {
+    if (!resolver_.resolve(question, cookie_of(id, l.round, part), l.query.refresh)) {
         part_done(id, part, HostAnswer{}, false);
         return;
     }
     if (stale_available) {
         l.parts[part].stale_timer =
             loop_.add_timer(loop_.now_ms() + policy_.stale_answer_timeout_ms,
-                            [this, id, part] { on_stale_timer(id, part); });
+                            [this, id, round = l.round, part] { on_stale_timer(id, round, part); });
     }
 }
 
-void HostLookup::on_stale_timer(LookupId id, size_t part) {
+void HostLookup::on_stale_timer(LookupId id, uint32_t round, size_t part) {
     Lookup* l = lookups_.find(id);
-    if (l == nullptr || part >= l->parts.size() || l->parts[part].done) return;
+    if (l == nullptr || l->round != round || part >= l->parts.size() || l->parts[part].done) {
+        return;
+    }
     l->parts[part].stale_timer = EventLoop::kNoTimer;
+    // Nothing stale any more: wait for the upstream.
+    std::optional<HostAnswer> stale = from_cache(*l, part);
+    if (!stale) return;
+    // As QueryPipeline::on_stale_timer: the upstream query goes on and refreshes the cache;
+    // this part needs nothing more of it. Left before the part is done, which may start the
+    // next round (even for the same name, which must keep its own waiter).
     upstream::Question question = l->question;
     question.qtype = l->parts[part].qtype;
-    // As QueryPipeline::on_stale_timer: the upstream query goes on and refreshes the cache;
-    // this part needs nothing more of it. Nothing stale any more: wait for the upstream.
-    if (serve_stale(id, part)) resolver_.leave(question, cookie_of(id, part));
+    resolver_.leave(question, cookie_of(id, round, part));
+    bump(counters_.stale_served);
+    part_done(id, part, std::move(*stale), true);
 }
 
 void HostLookup::deliver(uint64_t cookie, const upstream::ResolveOutcome& outcome) {
     const LookupId id = lookup_of(cookie);
     const size_t part = cookie & 1;
     Lookup* l = lookups_.find(id);
-    if (l == nullptr || part >= l->parts.size() || l->parts[part].done) return;
+    // An earlier round's answer (its part was served stale and the search moved on) is for
+    // another name: never this round's.
+    if (l == nullptr || !same_round(cookie, l->round) || part >= l->parts.size() ||
+        l->parts[part].done) {
+        return;
+    }
     const auto& answer = outcome.answer;
     const bool usable = answer && (answer->rcode == static_cast<uint8_t>(dns::Rcode::NoError) ||
                                    answer->rcode == static_cast<uint8_t>(dns::Rcode::NxDomain));
     if (usable) {
         part_done(id, part,
                   host_answer_from_cache(answer->view(), l->question.name.view(),
-                                         l->parts[part].qtype, 0, false),
+                                         l->parts[part].qtype, 0, false, scratch_),
                   true);
         return;
     }

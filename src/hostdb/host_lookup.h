@@ -72,6 +72,9 @@ using HostCachePolicy = upstream::CachePolicy;
 struct HostLookupOptions {
     HostsFile::Paths hosts;
     std::string resolv_conf = "/etc/resolv.conf";
+    // Tests: this search configuration instead of resolv.conf's (glibc keeps the first one
+    // res_ninit read, LOCALDOMAIN included, for the process's life).
+    std::optional<SearchConfig> search_config;
 };
 
 class HostLookup final : public upstream::CompletionSink {
@@ -121,7 +124,7 @@ class HostLookup final : public upstream::CompletionSink {
         std::string candidate;        // the name being asked, text
         upstream::Question question;  // the name being asked, wire (qtype set per part)
         std::vector<Part> parts;
-        uint32_t round = 0;  // bumped per candidate asked
+        uint32_t round = 0;  // bumped per candidate asked; in the resolver cookies
         bool in_start = false;
         std::optional<HostAnswer> result;
         // By name: the tries' answers the search's outcome is made of (RFC 2308: a negative
@@ -139,9 +142,10 @@ class HostLookup final : public upstream::CompletionSink {
     // The cache's entry for part `part`, fresh or stale (serve-stale); nullopt when none.
     std::optional<HostAnswer> from_cache(const Lookup& l, size_t part);
     // RFC 8767: answers part `part` from its stale entry; false when there is none any more.
-    bool serve_stale(LookupId id, size_t part);
+    // `looked_up`: hit_ holds the part's entry, read a moment ago.
+    bool serve_stale(LookupId id, size_t part, bool looked_up = false);
     // The stale-answer-timeout passed with the upstream still silent: the stale entry now.
-    void on_stale_timer(LookupId id, size_t part);
+    void on_stale_timer(LookupId id, uint32_t round, size_t part);
     void candidate_done(LookupId id);
     void finish(LookupId id, HostAnswer answer);
 
@@ -156,6 +160,10 @@ class HostLookup final : public upstream::CompletionSink {
     HostsFile hosts_;
     SearchConfigSource search_config_;
     SlotTable<Lookup> lookups_;
+    // The cache entry last read (Cache::lookup_answer's buffer, reused by every lookup), and
+    // the buffer an upstream's answer is read in: read at once, never kept across a call out.
+    cache::CachedAnswer hit_;
+    std::vector<uint8_t> scratch_;
 };
 
 }  // namespace nscache::hostdb

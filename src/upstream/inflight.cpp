@@ -31,11 +31,10 @@ void InflightTable::leave(const Question& key, const Waiter& waiter) {
         auto it = queries.find(key);
         if (it == queries.end()) return;
         auto& list = it->second;
-        list.erase(std::remove_if(list.begin(), list.end(),
-                                  [&](const Waiter& w) {
-                                      return w.worker == waiter.worker && w.cookie == waiter.cookie;
-                                  }),
-                   list.end());
+        auto w = std::find_if(list.begin(), list.end(), [&](const Waiter& x) {
+            return x.worker == waiter.worker && x.cookie == waiter.cookie;
+        });
+        if (w != list.end()) list.erase(w);
     });
 }
 

@@ -38,7 +38,11 @@ class InflightTable {
     JoinResult join(const Question& question, const Waiter* waiter);
     // Removes the question and hands back its waiters.
     std::vector<Waiter> finish(const Question& question);
-    // Removes one waiter (its client was answered some other way, e.g. from a stale entry).
+    // Takes back one join of `waiter` (its client was answered some other way, e.g. from a
+    // stale entry): one matching waiter is removed, never more, so a pair joined twice still
+    // waits once. Callers give each wait its own (worker, cookie) (a client's slot id; the
+    // host lookup adds its search round), so no pair is joined twice in practice. Nothing
+    // to do when the question finished meanwhile (its waiters were taken).
     void leave(const Question& question, const Waiter& waiter);
 
   private:

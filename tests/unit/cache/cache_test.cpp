@@ -387,28 +387,79 @@ TEST_F(CacheTest, LookupAnswerCopiesTheEntryWithItsAgeAndFreshness) {
     store(cache, "www.example.test", 100, kStart);
     ClientQuery q("www.example.test", dns::rtype::A);
     CacheKey key = key_for(q);
-    EXPECT_EQ(
-        cache.lookup_answer(CacheKey{q.lower.view(), dns::rtype::AAAA, 1, 0}, kStart).freshness,
-        Freshness::Miss);
+    CachedAnswer a;
+    cache.lookup_answer(CacheKey{q.lower.view(), dns::rtype::AAAA, 1, 0}, kStart, a);
+    EXPECT_EQ(a.freshness, Freshness::Miss);
 
-    CachedAnswer a = cache.lookup_answer(key, kStart + 5'500);
+    const auto records = [&a] {
+        return std::vector<uint8_t>(a.message.begin() + static_cast<ptrdiff_t>(a.records_offset),
+                                    a.message.end());
+    };
+    cache.lookup_answer(key, kStart + 5'500, a);
     ASSERT_EQ(a.freshness, Freshness::Fresh);
     EXPECT_EQ(a.age_s, 5u);
-    EXPECT_EQ(a.answer.ancount, 1);
+    EXPECT_EQ(a.ancount, 1);
+    EXPECT_EQ(a.rcode, 0);
     auto prepared = prepare(positive_answer("www.example.test", {100}), TtlPolicy{});
-    EXPECT_EQ(a.answer.records, prepared->records);
+    EXPECT_EQ(records(), prepared->records);
+    EXPECT_TRUE(dns::names_equal_ci(a.qname(), q.lower.view()));
     EXPECT_FALSE(a.prefetch);
 
     key.name_hash = cache.hash_name(key.name);
-    a = cache.lookup_answer(key, kStart + 95'000);  // visited before, in its last 10%
+    cache.lookup_answer(key, kStart + 95'000, a);  // visited before, in its last 10%
     EXPECT_EQ(a.freshness, Freshness::Fresh);
     EXPECT_TRUE(a.prefetch);
-    EXPECT_FALSE(cache.lookup_answer(key, kStart + 96'000).prefetch);  // taken once
+    cache.lookup_answer(key, kStart + 96'000, a);
+    EXPECT_FALSE(a.prefetch);  // taken once
 
-    a = cache.lookup_answer(key, kStart + 101'000);
+    cache.lookup_answer(key, kStart + 101'000, a);
     EXPECT_EQ(a.freshness, Freshness::Stale);
-    EXPECT_EQ(a.answer.records, prepared->records);
-    EXPECT_EQ(cache.lookup_answer(key, kStart + 701'000).freshness, Freshness::Miss);
+    EXPECT_EQ(records(), prepared->records);
+    cache.lookup_answer(key, kStart + 701'000, a);
+    EXPECT_EQ(a.freshness, Freshness::Miss);
+}
+
+// Review finding 6: lookup_answer copies into the caller's buffer, which, once grown, takes
+// every later entry of no greater size without allocating (under the shard's lock).
+TEST_F(CacheTest, LookupAnswerReusesTheCallersBuffer) {
+    Cache cache(CacheConfig{.budget_bytes = 1 << 20});
+    store(cache, "www.example.test", 100, kStart);
+    store(cache, "a.example.test", 100, kStart);
+    ClientQuery big("www.example.test", dns::rtype::A);
+    ClientQuery small("a.example.test", dns::rtype::A);
+    CachedAnswer a;
+    cache.lookup_answer(key_for(big), kStart, a);
+    ASSERT_EQ(a.freshness, Freshness::Fresh);
+    const uint8_t* buffer = a.message.data();
+    cache.lookup_answer(key_for(small), kStart, a);
+    ASSERT_EQ(a.freshness, Freshness::Fresh);
+    EXPECT_EQ(a.message.data(), buffer);
+    EXPECT_TRUE(dns::names_equal_ci(a.qname(), small.lower.view()));
+    cache.lookup_answer(key_for(big), kStart, a);
+    EXPECT_EQ(a.message.data(), buffer);
+}
+
+// Review finding 8: the cache trusts a key's precomputed name hash (it picks the shard and
+// the bucket); one that is not the cache's hash of the name would file an entry where no
+// lookup finds it. Checked builds (the tests', the sanitizers': NSCACHE_CHECKS) abort on it.
+TEST(CacheDeathTest, NameHashThatIsNotTheCachesHashOfTheNameAborts) {
+#ifndef NSCACHE_CHECKS
+    GTEST_SKIP() << "a build without NSCACHE_CHECKS";
+#endif
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    Cache cache(CacheConfig{.budget_bytes = 1 << 20, .seed = 7});
+    ClientQuery q("www.example.test", dns::rtype::A);
+    auto a = prepare(positive_answer("www.example.test", {100}), TtlPolicy{});
+    ASSERT_TRUE(a);
+    CacheKey key{q.lower.view(), dns::rtype::A, dns::kClassIN, 0};
+    key.name_hash = cache.hash_name(key.name) ^ 0x100000000ull;
+    std::vector<uint8_t> out(4096);
+    EXPECT_DEATH(cache.insert(key, *a, kStart), "name_hash");
+    EXPECT_DEATH(cache.lookup(key, q.query(), kStart, RenderLimits{}, out, false), "name_hash");
+    key.name_hash = cache.hash_name(key.name);  // the right one: stored and found
+    cache.insert(key, *a, kStart);
+    EXPECT_EQ(cache.lookup(key, q.query(), kStart, RenderLimits{}, out, false).freshness,
+              Freshness::Fresh);
 }
 
 }  // namespace

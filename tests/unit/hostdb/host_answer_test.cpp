@@ -138,8 +138,9 @@ TEST(HostAnswer, FromCacheIsWhatTheRenderedMessageSays) {
                                          cache::RenderLimits{65535, 1232}, out, &truncated);
                 const HostAnswer rendered =
                     host_answer_from_dns(dns::Bytes(out.data(), n), lower.view(), dns::rtype::A);
-                const HostAnswer direct = host_answer_from_cache(prepared->view(), lower.view(),
-                                                                 dns::rtype::A, age, stale);
+                std::vector<uint8_t> scratch;
+                const HostAnswer direct = host_answer_from_cache(
+                    prepared->view(), lower.view(), dns::rtype::A, age, stale, scratch);
                 EXPECT_EQ(rendered.status,
                           msg == &cname ? HostStatus::Found : HostStatus::NotFound);
                 EXPECT_EQ(direct.status, rendered.status);

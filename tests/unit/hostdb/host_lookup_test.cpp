@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 
+#include "../cache/cache_test_support.h"
 #include "../upstream/upstream_test_support.h"
 #include "cache/render.h"
 #include "fake_clock.h"
@@ -53,6 +54,13 @@ struct RecordingHostSink final : HostSink {
     }
 };
 
+HostLookupOptions options_for(const std::string& hosts_path, const std::string& resolv_conf) {
+    HostLookupOptions options;
+    options.hosts = {hosts_path, "/nonexistent/host.conf"};
+    options.resolv_conf = resolv_conf;
+    return options;
+}
+
 struct HostHarness {
     explicit HostHarness(const std::string& hosts_text = "")
         : hosts(hosts_text),
@@ -63,7 +71,7 @@ struct HostHarness {
           lookup(0, loop, shared, counters, sink, routing,
                  // A resolv.conf path other than /etc/resolv.conf: glibc's defaults, no search
                  // list (search_list.cpp), whatever the machine's file says.
-                 HostLookupOptions{{hosts.path, "/nonexistent/host.conf"}, "/nonexistent/resolv"}) {
+                 options_for(hosts.path, "/nonexistent/resolv")) {
         shared.queues.push_back(&lookup.completion_queue());
         loop.refresh_now();
         lookup.open([] {});
@@ -72,7 +80,16 @@ struct HostHarness {
     // A HostLookup that reads the search list from /etc/resolv.conf (and the environment).
     void use_system_resolv_conf() {
         system_lookup.emplace(0, loop, shared, counters, sink, routing,
-                              HostLookupOptions{{hosts.path, "/nonexistent/host.conf"}});
+                              options_for(hosts.path, "/etc/resolv.conf"));
+        shared.queues[0] = &system_lookup->completion_queue();
+        system_lookup->open([] {});
+    }
+    // A HostLookup with this search list and ndots:1.
+    void use_search_list(std::vector<std::string> domains) {
+        HostLookupOptions options = options_for(hosts.path, "/nonexistent/resolv");
+        options.search_config = SearchConfig{};
+        options.search_config->domains = std::move(domains);
+        system_lookup.emplace(0, loop, shared, counters, sink, routing, std::move(options));
         shared.queues[0] = &system_lookup->completion_queue();
         system_lookup->open([] {});
     }
@@ -237,6 +254,8 @@ TEST(HostLookup, UnspecAsksAAndAaaaAndCombinesThem) {
 
 // The search list is read through glibc's res_ninit, which reads /etc/resolv.conf only, but
 // takes LOCALDOMAIN and RES_OPTIONS from the environment over it (resolv.conf(5)).
+// glibc keeps what it read first for the life of the process (until resolv.conf changes), so
+// this is the one test that sets them; the others give their search list in the options.
 struct ScopedEnv {
     std::string name;
     ScopedEnv(const char* n, const char* value) : name(n) { setenv(n, value, 1); }
@@ -377,6 +396,113 @@ TEST(HostLookup, StaleEntryIsServedWhenTheUpstreamIsSlow) {
     std::optional<HostAnswer> fresh = h.lookup.start(by_name("slow.example.test"), 3);
     ASSERT_TRUE(fresh);
     EXPECT_EQ(fresh->ipv4[0][3], 9);
+}
+
+// A question as the host lookup asks it (name lower-cased and hashed with the cache's seed).
+upstream::Question host_question(HostHarness& h, const std::string& name, uint16_t qtype) {
+    upstream::Question question;
+    dns::lower_name(dns::name_from_text(name)->view(), question.name);
+    question.qtype = qtype;
+    question.qclass = dns::kClassIN;
+    question.hash_with(h.cache);
+    return question;
+}
+
+// An NXDOMAIN for (name, A) in the cache, stale by now (kept for serve-stale).
+void cache_stale_nxdomain(HostHarness& h, const std::string& name) {
+    auto nxdomain = cache::testing::prepare(
+        cache::testing::negative_answer(name, dns::Rcode::NxDomain, 60, 60), cache::TtlPolicy{});
+    ASSERT_TRUE(nxdomain);
+    h.cache.insert(host_question(h, name, dns::rtype::A).cache_key(), *nxdomain, h.loop.now_ms());
+    h.clock.advance_ms(61'000);
+    h.loop.run_once(0);
+}
+
+// Review finding 1, the wrong answer: a DNS worker leads the upstream query for the first
+// candidate, takes the host lookup's waiter and posts the answer; before the host thread
+// drains it, its stale timer serves the stale NXDOMAIN and the search moves on. The posted
+// answer is for the first candidate: it must not be read as the second one's.
+TEST(HostLookup, LateAnswerForAnEarlierCandidateIsNotTakenForTheNextOne) {
+    HostHarness h;
+    h.use_search_list({"one.test", "two.test"});
+    cache_stale_nxdomain(h, "x.one.test");
+    const upstream::Question first = host_question(h, "x.one.test", dns::rtype::A);
+    const upstream::Waiter dns_client{1, 77};  // another worker's client leads the query
+    ASSERT_EQ(h.shared.inflight.join(first, &dns_client), upstream::JoinResult::Leader);
+
+    EXPECT_FALSE(h.active().start(by_name("x", kAfInet, true), 5));
+    EXPECT_FALSE(h.fake.take_udp());  // joined the worker's query
+
+    // The worker's upstream answers: it takes the waiters and posts the host lookup's answer.
+    auto late = cache::testing::prepare(cache::testing::positive_answer("x.one.test", {60}),
+                                        cache::TtlPolicy{});
+    ASSERT_TRUE(late);
+    const auto shared_late = std::make_shared<const cache::PreparedAnswer>(*late);
+    for (const upstream::Waiter& w : h.shared.inflight.finish(first)) {
+        if (w.worker == 0)
+            h.shared.queues[0]->push(w.cookie, upstream::ResolveOutcome{shared_late});
+    }
+    // The stale timer runs out in the same turn, before the queue is drained.
+    h.clock.advance_ms(HostCachePolicy{}.stale_answer_timeout_ms);
+    h.loop.run_once(0);  // no on_wake: timers only
+    h.active().drain();
+
+    auto q = h.next_query();
+    ASSERT_TRUE(q);
+    EXPECT_EQ(HostHarness::qname_of(*q), "x.two.test.");
+    h.fake.reply_udp(*q, answer_to(q->msg, 0, 1, a_record(60, 2)));
+    ASSERT_TRUE(h.wait_for(5));
+    h.settle();
+    ASSERT_EQ(h.sink.answers[5].size(), 1u);
+    const HostAnswer& a = h.sink.answers[5][0];
+    EXPECT_TRUE(a.found());
+    EXPECT_EQ(a.answered_name, "x.two.test");
+    ASSERT_EQ(a.ipv4.size(), 1u);
+    EXPECT_EQ(a.ipv4[0][3], 2) << "x.one.test's late answer was read as x.two.test's";
+}
+
+// Review finding 1, the lookup never answered: a search list naming one domain twice asks one
+// name twice, and the second round joins the upstream query the first is still waiting for.
+// The first round's stale timer leaving that query must not take the second round's waiter.
+TEST(HostLookup, SameCandidateTwiceFinishesExactlyOnce) {
+    HostHarness h;
+    h.use_search_list({"one.test", "one.test"});
+    // Both rounds' timers run out within the upstream query's own timeout.
+    constexpr uint32_t kTimeoutMs = 500;
+    h.active().apply(h.routing, upstream::ResolverOptions{},
+                     HostCachePolicy{.stale_answer_timeout_ms = kTimeoutMs});
+    cache_stale_nxdomain(h, "x.one.test");
+
+    EXPECT_FALSE(h.active().start(by_name("x", kAfInet, true), 5));
+    auto q = h.next_query();
+    ASSERT_TRUE(q);
+    EXPECT_EQ(HostHarness::qname_of(*q), "x.one.test.");
+    // The upstream is slow: the first round's stale NXDOMAIN answers it, and the second round
+    // (x.one.test again) joins the query still in flight.
+    h.clock.advance_ms(kTimeoutMs);
+    h.loop.run_once(0, [&h] { h.active().drain(); });
+    EXPECT_EQ(h.sink.answers.count(5), 0u);
+    // The stale entry goes before the second round's timer: it waits for the upstream.
+    h.cache.flush_name(host_question(h, "x.one.test", dns::rtype::A).name.view());
+    h.clock.advance_ms(kTimeoutMs);
+    h.loop.run_once(0, [&h] { h.active().drain(); });
+    EXPECT_EQ(h.sink.answers.count(5), 0u);
+
+    // The upstream query's retries (with their own IDs): the latest is the one answered.
+    while (auto retry = h.fake.take_udp()) {
+        EXPECT_EQ(HostHarness::qname_of(*retry), "x.one.test.");
+        q = retry;
+    }
+    EXPECT_EQ(h.counters.coalesced.load(), 1u);  // the second round joined the first's query
+    h.fake.reply_udp(*q, answer_to(q->msg, 0, 1, a_record(60, 3)));
+    ASSERT_TRUE(h.wait_for(5)) << "the second round lost its waiter";
+    h.settle();
+    ASSERT_EQ(h.sink.answers[5].size(), 1u);
+    const HostAnswer& a = h.sink.answers[5][0];
+    EXPECT_TRUE(a.found());
+    EXPECT_EQ(a.answered_name, "x.one.test");
+    ASSERT_EQ(a.ipv4.size(), 1u);
+    EXPECT_EQ(a.ipv4[0][3], 3);
 }
 
 }  // namespace

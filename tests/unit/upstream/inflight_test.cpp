@@ -59,5 +59,20 @@ TEST(InflightTable, BoundsWaitersPerQuery) {
     EXPECT_EQ(table.join(q("k.test"), &w), JoinResult::Full);
 }
 
+// leave() takes back one join: a waiter joined twice under one question (the same worker
+// and cookie) still waits once after one leave.
+TEST(InflightTable, LeaveRemovesOneWaiter) {
+    InflightTable table;
+    Waiter a{0, 1}, b{1, 2};
+    EXPECT_EQ(table.join(q("k.test"), &a), JoinResult::Leader);
+    EXPECT_EQ(table.join(q("k.test"), &b), JoinResult::Joined);
+    EXPECT_EQ(table.join(q("k.test"), &a), JoinResult::Joined);
+    table.leave(q("k.test"), a);
+    table.leave(q("none.test"), a);  // nothing in flight: nothing to do
+    auto waiters = table.finish(q("k.test"));
+    ASSERT_EQ(waiters.size(), 2u);
+    EXPECT_EQ(waiters[0].cookie + waiters[1].cookie, 3u);
+}
+
 }  // namespace
 }  // namespace nscache::upstream
