@@ -145,7 +145,11 @@ HostAnswer host_answer_from_cache(const cache::AnswerView& answer, dns::Bytes qn
     const size_t records_offset = dns::kHeaderSize + qname.size() + 4;
     scratch.resize(records_offset + answer.records.size());
     std::memcpy(scratch.data() + dns::kHeaderSize, qname.data(), qname.size());
-    std::memcpy(scratch.data() + records_offset, answer.records.data(), answer.records.size());
+    // An answer with no records (NXDOMAIN, NODATA without SOA) has a null data(): memcpy's
+    // arguments must not be null even for 0 bytes (UBSan).
+    if (!answer.records.empty()) {
+        std::memcpy(scratch.data() + records_offset, answer.records.data(), answer.records.size());
+    }
     return read_records(dns::Bytes(scratch), records_offset, answer.rcode, answer.ancount,
                         answer.nscount, qname, qtype, TtlClock{age_s, stale});
 }
