@@ -127,7 +127,7 @@ TEST(HostsFile, AFileOverTheBoundIsReadToItsLastWholeLine) {
     EXPECT_EQ(entries[0].name, "kept.test.");
 }
 
-// A FIFO at the path would block the NSS or nscd thread in open() until a writer came; a
+// A FIFO at the path would block the host front's thread in open() until a writer came; a
 // device would never end. Either reads as an empty file.
 TEST(HostsFile, AFifoOrADeviceReadsAsEmptyWithoutBlocking) {
     char folder[] = "/tmp/nscache-hostsfifo-XXXXXX";

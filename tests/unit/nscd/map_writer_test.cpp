@@ -246,10 +246,10 @@ TEST(MapWriter, ChurnRotatesTheMapAtMostOncePerInterval) {
     EXPECT_EQ(w.rotations(), before + 1);  // once the interval has passed
 }
 
-// Review of audit item 3: what the nscd thread keeps per record (a prefetch timer) was let go
-// only near the record's TTL, not when the record left the map. The drop listener hears every
-// record that leaves (expired, removed, dropped by a rotation, flushed), and none that a newer
-// record of its key replaced: what it has not heard of is exactly what the map holds.
+// Review of audit item 3: what the host front's thread keeps per nscd record (a prefetch timer) was
+// let go only near the record's TTL, not when the record left the map. The drop listener hears
+// every record that leaves (expired, removed, dropped by a rotation, flushed), and none that a
+// newer record of its key replaced: what it has not heard of is exactly what the map holds.
 TEST(MapWriter, TheDropListenerHearsEveryRecordThatLeaves) {
     MapWriter w(MapOptions{.module = 7, .data_size = 64 * 1024});
     ASSERT_FALSE(w.open(1000));
@@ -313,7 +313,7 @@ TEST(MapWriter, ARotationNeverWaitsForTheGuard) {
     guard.waited_ms = 0;
     const MapFile* first = w.current();
     Reader old_reader(*first);
-    w.flush(1001);                                        // as INVALIDATE does, on the nscd thread
+    w.flush(1001);  // as INVALIDATE does, on the front's thread
     for (int i = 0; i < 200 && w.rotations() < 2; ++i) {  // and as a full map does
         const std::string answer(100, 'a' + i % 2);
         w.publish(GETAI, bytes("churn"), bytes(answer), 600, uint64_t(i) * 10'000, 1001);
@@ -326,7 +326,7 @@ TEST(MapWriter, ARotationNeverWaitsForTheGuard) {
     EXPECT_EQ(r.head()->nscd_certainly_running, 0);
     EXPECT_GE(r.head()->timestamp + kMappingTimeout, 1001u);
     EXPECT_EQ(old_reader.head()->timestamp, 0u);
-    EXPECT_FALSE(w.settle());  // the nscd thread looks again soon, on a timer
+    EXPECT_FALSE(w.settle());  // the front's thread looks again soon, on a timer
     guard.ack();
     EXPECT_TRUE(w.settle());
     EXPECT_EQ(r.head()->nscd_certainly_running, 1);

@@ -110,7 +110,7 @@ TEST(HostsMap, TheMapIsSealedAgainstEveryoneButItsOwnMapping) {
     EXPECT_NE(view.find(key_for("www.example.test", 2)), nullptr);
 }
 
-// The NSS thread reads the generation before it looks an answer up and publishes later; a
+// The host front's thread reads the generation before it looks an answer up and publishes later; a
 // flush in between (the control thread) must leave that answer invalid.
 TEST(HostsMap, AnswerLookedUpBeforeAFlushIsInvalidAfterIt) {
     HostsMap map;
