@@ -83,6 +83,16 @@ Daemon::~Daemon() {
     if (!sockets_given_) sockets_.close_all();
 }
 
+Result<void> Daemon::take_inherited_sockets() {
+    Result<InheritedSockets> given = InheritedSockets::from_environment();
+    if (!given) return Error{given.error()};
+    inherited_ = std::move(*given);
+    if (!inherited_.empty()) {
+        log_info("socket activation: %zu sockets given", inherited_.size());
+    }
+    return {};
+}
+
 Result<void> Daemon::acquire_lock() {
     if (auto locked = runtime_lock_.acquire(runtime_paths(config_)); !locked) return locked;
     return {};
@@ -117,7 +127,7 @@ void Daemon::build_settings() {
 }
 
 Result<void> Daemon::open_sockets() {
-    return server::open_listen_sockets(config_, config_.threads, sockets_);
+    return server::open_listen_sockets(config_, config_.threads, sockets_, &inherited_);
 }
 
 Result<void> Daemon::find_user() {
@@ -145,12 +155,14 @@ Result<void> Daemon::open_fronts() {
         o.prefetch = config_.prefetch;
         o.max_connections_per_user = config_.max_connections_per_user;
         o.map.data_size = static_cast<uint32_t>(config_.nscd_map_size);
+        o.inherited_fd = inherited_.take_one(InheritedSockets::kNscd).value_or(-1);
         nscd_ = std::make_unique<nscd::NscdServer>(*host_front_, o);
     }
     if (config_.nss) {
         nssd::NssOptions o;
         o.socket_path = config_.nss_socket;
         o.max_connections_per_user = config_.max_connections_per_user;
+        o.inherited_fd = inherited_.take_one(InheritedSockets::kNss).value_or(-1);
         nss_ = std::make_unique<nssd::NssServer>(*host_front_, o);
     }
     // Each front's socket folder, then the socket (NSS first, as before).
@@ -172,6 +184,7 @@ Result<void> Daemon::open_control() {
                                     .ttl_policy = control_.ttl_policy,
                                     .after_flush = nullptr,
                                     .reload = [this] { return supervisor_->request_reload(); }};
+    options.inherited_fd = inherited_.take_one(InheritedSockets::kControl).value_or(-1);
     // A flush forgets published NSS answers and cached resolution failures too.
     options.after_flush = [this] {
         if (nss_) nss_->invalidate_map();
@@ -184,6 +197,13 @@ Result<void> Daemon::open_control() {
                               cache_.get(), [this] { return supervisor_->upstream_groups(); },
                               started_ms_, &resolver_shared_->tier_health});
     if (auto opened = control_server_->open(user_ ? user_->uid : geteuid()); !opened) return opened;
+    // A socket the config does not use (nscd-socket = "", nss = false) is not served: closed
+    // here, it stays open in its owner (systemd), which queues clients nobody answers.
+    for (const auto& [name, fd] : inherited_.entries()) {
+        log_warning("inherited socket '%s' (descriptor %d) not used: its option is off",
+                    name.c_str(), fd);
+    }
+    inherited_.close_all();
     return {};
 }
 
@@ -221,6 +241,7 @@ void Daemon::start_threads() {
     for (unsigned i = 0; i < config_.threads; ++i) {
         workers_.push_back(std::make_unique<server::Worker>(
             i, *shared_, counters_[i], sockets_.udp[i], sockets_.tcp[i], settings_));
+        workers_.back()->set_shared_listeners(sockets_.shared);
         resolver_shared_->queues.push_back(&workers_.back()->completion_queue());
     }
     sockets_given_ = true;

@@ -23,6 +23,7 @@
 
 #include "cache/cache.h"
 #include "common/counters.h"
+#include "common/inherited_sockets.h"
 #include "common/result.h"
 #include "common/runtime_lock.h"
 #include "config/config.h"
@@ -54,19 +55,26 @@ class Daemon {
     Daemon(const Daemon&) = delete;
     Daemon& operator=(const Daemon&) = delete;
 
+    // The sockets this process was given (socket activation: LISTEN_FDS), which the opening
+    // steps below take instead of binding (an error is a configuration error: exit 2).
+    Result<void> take_inherited_sockets();
+    // Where a takeover puts the sockets it received, before open_sockets().
+    InheritedSockets& inherited_sockets() { return inherited_; }
     // A second instance with the same runtime paths must touch nothing of the first.
     Result<void> acquire_lock();
     // The cache and the TLS context (an error here is a configuration error: exit 2).
     Result<void> build_state();
     // The first snapshot (snapshot.h), the supervisor, the state shared by every thread.
     void build_settings();
-    // Every DNS listening socket, one per worker and address (SO_REUSEPORT).
+    // Every DNS listening socket, one per worker and address (SO_REUSEPORT), or the inherited
+    // ones, shared by every worker.
     Result<void> open_sockets();
     // The `user` to run as, looked up while root.
     Result<void> find_user();
     // The NSS and nscd sockets and maps (bound; nscd does not listen yet).
     Result<void> open_fronts();
-    // The control socket and the metrics endpoint.
+    // The control socket and the metrics endpoint; then inherited sockets nobody took are
+    // named in the log and closed.
     Result<void> open_control();
     // `cache-file` into the cache, then what the routing answers itself flushed from it.
     void load_cache_file();
@@ -88,6 +96,7 @@ class Daemon {
     const ConfigSource& source_;
     const Config& config_;
 
+    InheritedSockets inherited_;
     RuntimeLock runtime_lock_;
     uint64_t started_ms_ = 0;
     std::unique_ptr<cache::Cache> cache_;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "front/request_socket.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -22,11 +23,16 @@ RequestSocket::~RequestSocket() {
     connections_.clear();
     if (fd_ >= 0) {
         close(fd_);
-        unlink(options_.path.c_str());
+        if (owns_path_) unlink(options_.path.c_str());
     }
 }
 
 Result<void> RequestSocket::bind() {
+    if (options_.inherited_fd >= 0) {
+        fd_ = options_.inherited_fd;
+        fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_NONBLOCK);
+        return {};
+    }
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (options_.path.size() >= sizeof addr.sun_path) {
@@ -52,6 +58,7 @@ Result<void> RequestSocket::bind() {
         return Error{"cannot bind " + options_.what + " " + options_.path + ": " +
                      std::strerror(bind_errno)};
     }
+    owns_path_ = true;
     return {};
 }
 

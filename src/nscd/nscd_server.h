@@ -36,6 +36,7 @@ struct NscdOptions {
     size_t max_connections_per_user = 256;
     bool prefetch = true;
     MapOptions map;
+    int inherited_fd = -1;  // a listening socket given to this process (RequestSocketOptions)
 };
 
 class NscdServer final : public front::Protocol {

@@ -26,6 +26,7 @@ struct NssOptions {
     // Connections one user may hold open at once (max-connections-per-user; root: no limit
     // but kMaxConnections).
     size_t max_connections_per_user = 256;
+    int inherited_fd = -1;  // a listening socket given to this process (RequestSocketOptions)
 };
 
 class NssServer final : public front::Protocol {

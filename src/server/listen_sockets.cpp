@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "server/listen_sockets.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -82,6 +83,52 @@ Result<void> resolve_port_zero(SocketAddress& address) {
     return Error{"cannot find a free port on " + address.to_string()};
 }
 
+SocketAddress local_address(int fd) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+    return SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&ss), len);
+}
+
+// Worker 0 keeps the given descriptor, the others get their own (the same socket): each
+// worker closes its own when it stops.
+Result<void> adopt_inherited(unsigned workers, InheritedSockets& inherited, ListenSockets& out) {
+    for (const char* name : {InheritedSockets::kDnsUdp, InheritedSockets::kDnsTcp}) {
+        const bool udp = name == InheritedSockets::kDnsUdp;
+        for (int fd : inherited.take(name)) {
+            const int flags = fcntl(fd, F_GETFL);
+            if (flags >= 0) fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+            if (udp) {
+                // Queries queue here while a restart replaces the process: ask for a large
+                // buffer (the socket unit's ReceiveBuffer= may have set one already).
+                int current = 0;
+                socklen_t length = sizeof current;
+                getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &current, &length);
+                if (current < kReceiveBufferBytes) {
+                    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &kReceiveBufferBytes,
+                               sizeof kReceiveBufferBytes);
+                }
+            }
+            auto& group = udp ? out.udp : out.tcp;
+            group[0].push_back(fd);
+            for (unsigned w = 1; w < workers; ++w) {
+                const int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+                if (copy < 0) {
+                    const std::string why = std::strerror(errno);
+                    out.close_all();
+                    return Error{"cannot duplicate an inherited socket: " + why};
+                }
+                group[w].push_back(copy);
+            }
+            const SocketAddress address = local_address(fd);
+            if (udp) out.addresses.push_back(address);
+            log_info("listening on %s %s", udp ? "udp" : "tcp", address.to_string().c_str());
+        }
+    }
+    out.shared = true;
+    return {};
+}
+
 }  // namespace
 
 void ListenSockets::close_all() {
@@ -95,9 +142,14 @@ void ListenSockets::close_all() {
     }
 }
 
-Result<void> open_listen_sockets(const Config& config, unsigned workers, ListenSockets& out) {
+Result<void> open_listen_sockets(const Config& config, unsigned workers, ListenSockets& out,
+                                 InheritedSockets* inherited) {
     out.udp.assign(workers, {});
     out.tcp.assign(workers, {});
+    if (inherited != nullptr &&
+        (inherited->has(InheritedSockets::kDnsUdp) || inherited->has(InheritedSockets::kDnsTcp))) {
+        return adopt_inherited(workers, *inherited, out);
+    }
     for (SocketAddress address : config.listen) {
         std::string error;
         if (address.port() == 0) {

@@ -61,9 +61,15 @@ void Worker::accept_tcp(int fd, const sockaddr_storage& peer, socklen_t length) 
 }
 
 void Worker::start_listening() {
-    EventLoop::Registration ignored;
-    for (auto& socket : udp_) loop_.add(socket->fd(), EPOLLIN, socket.get(), ignored);
-    for (auto& acceptor : acceptors_) acceptor->start();
+    const uint32_t events = EPOLLIN | (shared_listeners_ ? EPOLLEXCLUSIVE : 0u);
+    udp_registrations_.assign(udp_.size(), EventLoop::kNoRegistration);
+    for (size_t i = 0; i < udp_.size(); ++i) {
+        loop_.add(udp_[i]->fd(), events, udp_[i].get(), udp_registrations_[i]);
+    }
+    for (auto& acceptor : acceptors_) {
+        acceptor->set_exclusive(shared_listeners_);
+        acceptor->start();
+    }
 }
 
 void Worker::run() {

@@ -35,6 +35,9 @@ class Worker final : public ReplySender {
     // The thread body: returns after request_stop().
     void run();
     void request_stop() { loop_.request_stop(); }
+    // Before run(): the listening sockets are shared with the other workers (inherited), so
+    // they are polled with EPOLLEXCLUSIVE (one worker wakes per datagram or connection).
+    void set_shared_listeners(bool shared) { shared_listeners_ = shared; }
     // Any thread: the worker switches to `settings` at its next wake-up.
     void post_settings(SettingsPtr settings) { mailbox_.post(std::move(settings)); }
 
@@ -60,6 +63,8 @@ class Worker final : public ReplySender {
     QueryPipeline pipeline_;
     TcpConnections tcp_;
     std::vector<std::unique_ptr<UdpSocket>> udp_;
+    std::vector<EventLoop::Registration> udp_registrations_;
+    bool shared_listeners_ = false;
     std::vector<int> tcp_fds_;  // listening; closed after their listeners are gone
     std::vector<std::unique_ptr<Listener>> acceptors_;
 };
