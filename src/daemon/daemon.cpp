@@ -61,6 +61,9 @@ Result<void> open_front(Front& front, const std::string& socket_path) {
     return front.open();
 }
 
+// What a drain may take past query-timeout: the last answers written, the loops' turns.
+constexpr uint64_t kDrainMarginMs = 1000;
+
 }  // namespace
 
 void block_daemon_signals() {
@@ -246,7 +249,13 @@ void Daemon::start_threads() {
     }
     sockets_given_ = true;
     if (host_front_) resolver_shared_->queues.push_back(&host_front_->completion_queue());
-    for (auto& w : workers_) threads_.emplace_back([&w] { w->run(); });
+    for (auto& w : workers_) {
+        threads_.emplace_back([this, &w] {
+            w->run();
+            workers_done_.fetch_add(1, std::memory_order_acq_rel);
+            supervisor_->wake();
+        });
+    }
     control_server_->start();
     // The nscd socket listens only now: the privilege drop's initgroups() must not wait on it.
     if (host_front_) host_front_->start();
@@ -286,9 +295,26 @@ void Daemon::stop_threads() {
     // First of all: glibc's clients drop the nscd map at once and use NSS while we stop (the
     // front stops nscd, its first protocol, first).
     if (host_front_) host_front_->stop();
-    control_server_->stop();
+    // Queries already read are answered: upstream queries within query-timeout, and a margin
+    // for the answers to be written.
+    const uint64_t deadline = monotonic_ms() + config_.query_timeout_ms + kDrainMarginMs;
+    log_info("draining: no new queries read, answering those read (at most %u ms)",
+             static_cast<unsigned>(config_.query_timeout_ms + kDrainMarginMs));
+    for (auto& w : workers_) w->request_drain(deadline);
+    const bool drained = supervisor_->wait_until(
+        [this] { return workers_done_.load(std::memory_order_acquire) == workers_.size(); },
+        deadline + kDrainMarginMs);
+    if (drained) {
+        log_info("drained in %llu ms",
+                 static_cast<unsigned long long>(monotonic_ms() + config_.query_timeout_ms +
+                                                 kDrainMarginMs - deadline));
+    } else {
+        // Documented: a second SIGTERM stops at once; the cache file is still saved.
+        log_warning("drain cut short by a second signal: queries not yet answered are dropped");
+    }
     for (auto& w : workers_) w->request_stop();
     for (auto& t : threads_) t.join();
+    control_server_->stop();
     threads_.clear();
     nss_.reset();
     nscd_.reset();

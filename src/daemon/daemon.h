@@ -15,6 +15,7 @@
 //   step ran last (the destructor stops it first).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -86,8 +87,10 @@ class Daemon {
     void announce_ready();
     // The supervisor's loop until SIGTERM or SIGINT, then "shutting down" and STOPPING=1.
     void run();
-    // The host front first (nscd, whose clients drop the map at once, then NSS: both stop
-    // with the front's thread), then control and the workers.
+    // The drain: the host front first (nscd, whose clients drop the map at once, then NSS:
+    // both stop with the front's thread), then every worker stops reading and answers what
+    // it has read (bounded by query-timeout and a margin; a second SIGTERM or SIGINT stops
+    // them at once), then control and the metrics endpoint, which answer until then.
     void stop_threads();
     // `cache-file` written from the cache.
     void save_cache_file();
@@ -120,6 +123,7 @@ class Daemon {
     std::unique_ptr<control::ControlServer> control_server_;
     std::vector<std::unique_ptr<server::Worker>> workers_;
     std::vector<std::thread> threads_;
+    std::atomic<unsigned> workers_done_{0};  // worker threads whose run() returned
 };
 
 }  // namespace nscache::daemon
