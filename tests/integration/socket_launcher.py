@@ -119,7 +119,7 @@ def _exec_with_listen_fds(argv):
     env["LISTEN_FDS"] = str(len(fds))
     env["LISTEN_FDNAMES"] = names
     env["LISTEN_PID"] = str(os.getpid())
-    os.execve(program[0], program, env)
+    os.execvpe(program[0], program, env)
 
 
 def _dup_above(fd, minimum):
