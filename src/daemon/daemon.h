@@ -9,7 +9,8 @@
 // - A step that fails returns why (the caller logs it and exits with that step's code); what
 //   the earlier steps built is released by the destructor, listening sockets included.
 // - Sockets are bound and the cache file read before privileges are dropped; nothing listens
-//   on the nscd socket before the drop (initgroups() must not wait on it).
+//   on the nscd socket before the drop (initgroups() must not wait on it); an inherited one,
+//   which listens already, closes each connection at once until the front serves it.
 // - "ready" is logged, and READY=1 sent, only once every thread runs.
 // - The host front's thread is stopped before the protocols it serves are destroyed, whatever
 //   step ran last (the destructor stops it first).
@@ -30,6 +31,7 @@
 #include "config/config.h"
 #include "config/config_source.h"
 #include "control/control_server.h"
+#include "daemon/nscd_refuser.h"
 #include "daemon/privileges.h"
 #include "daemon/supervisor.h"
 #include "front/host_front.h"
@@ -124,6 +126,9 @@ class Daemon {
     std::vector<std::unique_ptr<server::Worker>> workers_;
     std::vector<std::thread> threads_;
     std::atomic<unsigned> workers_done_{0};  // worker threads whose run() returned
+    // An inherited nscd socket while the daemon's own user lookups may ask it (until the
+    // host front accepts on it).
+    NscdRefuser nscd_refuser_;
 };
 
 }  // namespace nscache::daemon
