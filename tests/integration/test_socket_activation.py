@@ -44,6 +44,23 @@ def test_serves_udp_tcp_and_control_on_inherited_sockets(daemon, fake_upstream, 
     assert os.path.exists(l.paths["control"])
 
 
+@pytest.mark.parametrize("sockets,threads", [(1, 3), (2, 2), (4, 2)])
+def test_several_workers_share_or_split_the_given_sockets(daemon, fake_upstream, launcher, sockets, threads):
+    """One socket for three workers: shared (each polls it); as many as the workers (or a
+    multiple, SO_REUSEPORT on one port): one each. Every query is answered either way."""
+    from steady_load import SteadyLoad, unanswered
+
+    for i in range(50):
+        fake_upstream.add(f"s{i}.fake.test.", "A", 300, "192.0.2.77")
+    l = launcher(udp=sockets, tcp=sockets)
+    l.start(daemon, fake_upstream.addr, threads=threads)
+    queries = SteadyLoad(l.port, lambda i: f"s{i % 50}.fake.test.", rate=500, duration=1.0).start().join()
+    assert not unanswered(queries, within=3.0)
+    assert all(q.a_addrs() == ["192.0.2.77"] for q in queries)
+    for _ in range(2 * sockets):
+        assert a_addrs(tcp(l.port, "s1.fake.test.")) == ["192.0.2.77"]
+
+
 def test_without_listen_pid_of_its_own_the_variables_are_ignored(daemon, fake_upstream):
     fake_upstream.add("www.fake.test.", "A", 300, "192.0.2.10")
     d = daemon(fake_upstream.addr, extra_env={"LISTEN_PID": "1", "LISTEN_FDS": "2",
