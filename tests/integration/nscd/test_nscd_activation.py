@@ -62,7 +62,10 @@ def test_own_user_lookups_do_not_wait_on_the_inherited_socket(nscd_ns, client, d
     ns_run.mkdir(parents=True, exist_ok=True)
     launcher = SocketLauncher(tmp_path, unix=("nscd",), paths={"nscd": str(ns_run / "socket")})
     try:
-        d = daemon([fake_upstream.addr], threads=1, extra_args=["--nscd-socket", SOCKET, "--user", "nobody"],
+        # state-dir: the daemon gives it to `user`; never the host's /var/lib/nscache.
+        state = tmp_path / "state"
+        d = daemon([fake_upstream.addr], threads=1, config=f'state-dir = "{state}"\n',
+                   extra_args=["--nscd-socket", SOCKET, "--user", "nobody"],
                    wrapper=launcher.wrapper() + ["nsenter", "-t", str(nscd_ns.pid), "--mount", "--"],
                    pass_fds=[s.fileno() for _, s in launcher.sockets])
         assert "running as user nobody" in d.stderr_text()
