@@ -101,7 +101,11 @@ def _restart_upstream(fake):
         return [dns.rrset.from_text(qname, 3600, "IN", "A", f"198.51.{i // 250 % 250}.{i % 250 + 1}")]
 
     fake.generator = generate
-    fake.delay_ms = 200
+    # Only the misses wait 200 ms: the cached names are filled fast (a thread per delayed
+    # answer in the fake upstream cannot keep up with 1,000 at once: timeouts, then cached
+    # failures, would spoil the warm-up).
+    for i in range(MISS_EVERY - 1, 100_000, MISS_EVERY):
+        fake.delays[f"m{i}.fake.test."] = 200
 
 
 def _expected(name):
@@ -125,8 +129,9 @@ def test_restart_under_load_loses_nothing_and_starts_warm(daemon, fake_upstream,
     d1 = l.start(daemon, fake_upstream.addr, config=config)
     # Filled at a pace the fake upstream (a thread per delayed answer) keeps up with.
     warm = SteadyLoad(l.port, lambda i: f"c{i}.fake.test.", rate=1000, duration=CACHED / 1000).start()
-    missing = unanswered(warm.join(), within=3.0)
-    assert not missing, f"{len(missing)} warm-up queries unanswered"
+    warmed = warm.join()
+    missing = [q for q in unanswered(warmed, within=3.0)] + [q for q in warmed if q.rcode() not in (None, 0)]
+    assert not missing, f"{len(missing)} warm-up queries unanswered or failed"
     fake_upstream.clear_queries()
 
     load = SteadyLoad(l.port, _pick, rate=3000, duration=5.0).start()
@@ -142,7 +147,9 @@ def test_restart_under_load_loses_nothing_and_starts_warm(daemon, fake_upstream,
     assert not lost, (f"{len(lost)} of {len(queries)} queries unanswered within 2 s, first at "
                       f"{lost[0].sent - stopping:+.3f} s from SIGTERM\nold:\n{old_log[-2000:]}\n"
                       f"new:\n{d2.stderr_text()[-2000:]}")
-    assert all(q.rcode() == 0 for q in queries), "an answer was not NOERROR"
+    bad = [(q.name, q.rcode(), round(q.sent - stopping, 3), round(q.latency, 3)) for q in queries if q.rcode() != 0]
+    assert not bad, f"answers not NOERROR (name, rcode, sent after SIGTERM, latency): {bad[:10]}\n" \
+        f"old:\n{old_log[-2000:]}\nnew:\n{d2.stderr_text()[-2000:]}"
     # Misses in flight at SIGTERM, and every other, carry the upstream's data.
     for q in queries:
         assert q.a_addrs() == _expected(q.name), (q.name, q.a_addrs())
