@@ -17,6 +17,7 @@ int failed(const Result<void>& step, int exit_code) {
 int run_daemon(const ConfigSource& source, const Config& config) {
     daemon::block_daemon_signals();
     daemon::Daemon d(source, config);
+    if (auto r = d.take_inherited_sockets(); !r) return failed(r, 2);
     if (auto r = d.acquire_lock(); !r) return failed(r, 1);
     if (auto r = d.build_state(); !r) return failed(r, 2);
     d.build_settings();

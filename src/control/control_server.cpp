@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "control/control_server.h"
 
+#include <fcntl.h>
+
 #include <grp.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -51,7 +53,7 @@ ControlServer::~ControlServer() {
     metrics_listener_.reset();
     if (control_fd_ >= 0) {
         close(control_fd_);
-        unlink(options_.socket_path.c_str());
+        if (owns_path_) unlink(options_.socket_path.c_str());
     }
     if (metrics_fd_ >= 0) close(metrics_fd_);
 }
@@ -64,8 +66,14 @@ Result<void> ControlServer::open(uid_t owner_uid) {
         access_.group = g->gr_gid;
     }
     std::string error;
-    control_fd_ = bind_control_socket(options_.socket_path, owner_uid, access_.group, error);
-    if (control_fd_ < 0) return Error{error};
+    if (options_.inherited_fd >= 0) {
+        control_fd_ = options_.inherited_fd;
+        owns_path_ = false;
+        fcntl(control_fd_, F_SETFL, fcntl(control_fd_, F_GETFL) | O_NONBLOCK);
+    } else {
+        control_fd_ = bind_control_socket(options_.socket_path, owner_uid, access_.group, error);
+        if (control_fd_ < 0) return Error{error};
+    }
     if (options_.metrics_listen) {
         metrics_fd_ = bind_metrics_socket(*options_.metrics_listen, error);
         if (metrics_fd_ < 0) return Error{error};

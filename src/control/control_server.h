@@ -50,6 +50,9 @@ struct ControlOptions {
     uint32_t client_deadline_ms = 5000;
     // Clients served at once per socket; more are turned away.
     size_t max_clients = 16;
+    // A listening control socket given to this process (InheritedSockets "control"): served
+    // instead of binding socket_path, and never unlinked (its owner keeps the path).
+    int inherited_fd = -1;
 };
 
 // What a reload may change in the control server.
@@ -97,6 +100,7 @@ class ControlServer final : private ConnectionOwner {
     StatsSources stats_;
     ControlAccess access_;
     int control_fd_ = -1;
+    bool owns_path_ = true;  // bound here (not inherited): unlinked at the end
     int metrics_fd_ = -1;
     // Declared before what registers with it: destroyed after them.
     EventLoop loop_;

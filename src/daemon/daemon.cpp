@@ -61,6 +61,9 @@ Result<void> open_front(Front& front, const std::string& socket_path) {
     return front.open();
 }
 
+// What a drain may take past query-timeout: the last answers written, the loops' turns.
+constexpr uint64_t kDrainMarginMs = 1000;
+
 }  // namespace
 
 void block_daemon_signals() {
@@ -75,12 +78,29 @@ Daemon::Daemon(const ConfigSource& source, const Config& config)
     : source_(source), config_(config) {}
 
 Daemon::~Daemon() {
+    nscd_refuser_.stop();  // before the socket it accepts on is closed
     // The front's thread serves nss_ and nscd_, which go before it (member order): it stops
     // first, whatever step ran last (stop() is a no-op when it never started or has stopped).
     if (host_front_) host_front_->stop();
     if (!threads_.empty()) stop_threads();
     // Until the workers own them, the listening sockets are ours to close (a step failed).
     if (!sockets_given_) sockets_.close_all();
+}
+
+Result<void> Daemon::take_inherited_sockets() {
+    Result<InheritedSockets> given = InheritedSockets::from_environment();
+    if (!given) return Error{given.error()};
+    inherited_ = std::move(*given);
+    if (!inherited_.empty()) {
+        log_info("socket activation: %zu sockets given", inherited_.size());
+    }
+    const bool looks_up_users = !config_.user.empty() || !config_.control_group.empty();
+    for (const auto& [name, fd] : inherited_.entries()) {
+        if (name == InheritedSockets::kNscd && looks_up_users && !config_.nscd_socket.empty()) {
+            nscd_refuser_.start(fd);
+        }
+    }
+    return {};
 }
 
 Result<void> Daemon::acquire_lock() {
@@ -117,7 +137,7 @@ void Daemon::build_settings() {
 }
 
 Result<void> Daemon::open_sockets() {
-    return server::open_listen_sockets(config_, config_.threads, sockets_);
+    return server::open_listen_sockets(config_, config_.threads, sockets_, &inherited_);
 }
 
 Result<void> Daemon::find_user() {
@@ -145,12 +165,14 @@ Result<void> Daemon::open_fronts() {
         o.prefetch = config_.prefetch;
         o.max_connections_per_user = config_.max_connections_per_user;
         o.map.data_size = static_cast<uint32_t>(config_.nscd_map_size);
+        o.inherited_fd = inherited_.take_one(InheritedSockets::kNscd).value_or(-1);
         nscd_ = std::make_unique<nscd::NscdServer>(*host_front_, o);
     }
     if (config_.nss) {
         nssd::NssOptions o;
         o.socket_path = config_.nss_socket;
         o.max_connections_per_user = config_.max_connections_per_user;
+        o.inherited_fd = inherited_.take_one(InheritedSockets::kNss).value_or(-1);
         nss_ = std::make_unique<nssd::NssServer>(*host_front_, o);
     }
     // Each front's socket folder, then the socket (NSS first, as before).
@@ -172,6 +194,7 @@ Result<void> Daemon::open_control() {
                                     .ttl_policy = control_.ttl_policy,
                                     .after_flush = nullptr,
                                     .reload = [this] { return supervisor_->request_reload(); }};
+    options.inherited_fd = inherited_.take_one(InheritedSockets::kControl).value_or(-1);
     // A flush forgets published NSS answers and cached resolution failures too.
     options.after_flush = [this] {
         if (nss_) nss_->invalidate_map();
@@ -184,6 +207,13 @@ Result<void> Daemon::open_control() {
                               cache_.get(), [this] { return supervisor_->upstream_groups(); },
                               started_ms_, &resolver_shared_->tier_health});
     if (auto opened = control_server_->open(user_ ? user_->uid : geteuid()); !opened) return opened;
+    // A socket the config does not use (nscd-socket = "", nss = false) is not served: closed
+    // here, it stays open in its owner (systemd), which queues clients nobody answers.
+    for (const auto& [name, fd] : inherited_.entries()) {
+        log_warning("inherited socket '%s' (descriptor %d) not used: its option is off",
+                    name.c_str(), fd);
+    }
+    inherited_.close_all();
     return {};
 }
 
@@ -221,13 +251,21 @@ void Daemon::start_threads() {
     for (unsigned i = 0; i < config_.threads; ++i) {
         workers_.push_back(std::make_unique<server::Worker>(
             i, *shared_, counters_[i], sockets_.udp[i], sockets_.tcp[i], settings_));
+        workers_.back()->set_shared_listeners(sockets_.shared);
         resolver_shared_->queues.push_back(&workers_.back()->completion_queue());
     }
     sockets_given_ = true;
     if (host_front_) resolver_shared_->queues.push_back(&host_front_->completion_queue());
-    for (auto& w : workers_) threads_.emplace_back([&w] { w->run(); });
+    for (auto& w : workers_) {
+        threads_.emplace_back([this, &w] {
+            w->run();
+            workers_done_.fetch_add(1, std::memory_order_acq_rel);
+            supervisor_->wake();
+        });
+    }
     control_server_->start();
     // The nscd socket listens only now: the privilege drop's initgroups() must not wait on it.
+    nscd_refuser_.stop();
     if (host_front_) host_front_->start();
     SupervisedParts parts{
         {}, nss_.get(), nscd_.get(), control_server_.get(), cache_.get(), resolver_shared_.get()};
@@ -265,9 +303,26 @@ void Daemon::stop_threads() {
     // First of all: glibc's clients drop the nscd map at once and use NSS while we stop (the
     // front stops nscd, its first protocol, first).
     if (host_front_) host_front_->stop();
-    control_server_->stop();
+    // Queries already read are answered: upstream queries within query-timeout, and a margin
+    // for the answers to be written.
+    const uint64_t deadline = monotonic_ms() + config_.query_timeout_ms + kDrainMarginMs;
+    log_info("draining: no new queries read, answering those read (at most %u ms)",
+             static_cast<unsigned>(config_.query_timeout_ms + kDrainMarginMs));
+    for (auto& w : workers_) w->request_drain(deadline);
+    const bool drained = supervisor_->wait_until(
+        [this] { return workers_done_.load(std::memory_order_acquire) == workers_.size(); },
+        deadline + kDrainMarginMs);
+    if (drained) {
+        log_info("drained in %llu ms",
+                 static_cast<unsigned long long>(monotonic_ms() + config_.query_timeout_ms +
+                                                 kDrainMarginMs - deadline));
+    } else {
+        // Documented: a second SIGTERM stops at once; the cache file is still saved.
+        log_warning("drain cut short by a second signal: queries not yet answered are dropped");
+    }
     for (auto& w : workers_) w->request_stop();
     for (auto& t : threads_) t.join();
+    control_server_->stop();
     threads_.clear();
     nss_.reset();
     nscd_.reset();

@@ -9,12 +9,14 @@
 // - A step that fails returns why (the caller logs it and exits with that step's code); what
 //   the earlier steps built is released by the destructor, listening sockets included.
 // - Sockets are bound and the cache file read before privileges are dropped; nothing listens
-//   on the nscd socket before the drop (initgroups() must not wait on it).
+//   on the nscd socket before the drop (initgroups() must not wait on it); an inherited one,
+//   which listens already, closes each connection at once until the front serves it.
 // - "ready" is logged, and READY=1 sent, only once every thread runs.
 // - The host front's thread is stopped before the protocols it serves are destroyed, whatever
 //   step ran last (the destructor stops it first).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -23,11 +25,13 @@
 
 #include "cache/cache.h"
 #include "common/counters.h"
+#include "common/inherited_sockets.h"
 #include "common/result.h"
 #include "common/runtime_lock.h"
 #include "config/config.h"
 #include "config/config_source.h"
 #include "control/control_server.h"
+#include "daemon/nscd_refuser.h"
 #include "daemon/privileges.h"
 #include "daemon/supervisor.h"
 #include "front/host_front.h"
@@ -54,19 +58,26 @@ class Daemon {
     Daemon(const Daemon&) = delete;
     Daemon& operator=(const Daemon&) = delete;
 
+    // The sockets this process was given (socket activation: LISTEN_FDS), which the opening
+    // steps below take instead of binding (an error is a configuration error: exit 2).
+    Result<void> take_inherited_sockets();
+    // Where a takeover puts the sockets it received, before open_sockets().
+    InheritedSockets& inherited_sockets() { return inherited_; }
     // A second instance with the same runtime paths must touch nothing of the first.
     Result<void> acquire_lock();
     // The cache and the TLS context (an error here is a configuration error: exit 2).
     Result<void> build_state();
     // The first snapshot (snapshot.h), the supervisor, the state shared by every thread.
     void build_settings();
-    // Every DNS listening socket, one per worker and address (SO_REUSEPORT).
+    // Every DNS listening socket, one per worker and address (SO_REUSEPORT), or the inherited
+    // ones, shared by every worker.
     Result<void> open_sockets();
     // The `user` to run as, looked up while root.
     Result<void> find_user();
     // The NSS and nscd sockets and maps (bound; nscd does not listen yet).
     Result<void> open_fronts();
-    // The control socket and the metrics endpoint.
+    // The control socket and the metrics endpoint; then inherited sockets nobody took are
+    // named in the log and closed.
     Result<void> open_control();
     // `cache-file` into the cache, then what the routing answers itself flushed from it.
     void load_cache_file();
@@ -78,8 +89,10 @@ class Daemon {
     void announce_ready();
     // The supervisor's loop until SIGTERM or SIGINT, then "shutting down" and STOPPING=1.
     void run();
-    // The host front first (nscd, whose clients drop the map at once, then NSS: both stop
-    // with the front's thread), then control and the workers.
+    // The drain: the host front first (nscd, whose clients drop the map at once, then NSS:
+    // both stop with the front's thread), then every worker stops reading and answers what
+    // it has read (bounded by query-timeout and a margin; a second SIGTERM or SIGINT stops
+    // them at once), then control and the metrics endpoint, which answer until then.
     void stop_threads();
     // `cache-file` written from the cache.
     void save_cache_file();
@@ -88,6 +101,7 @@ class Daemon {
     const ConfigSource& source_;
     const Config& config_;
 
+    InheritedSockets inherited_;
     RuntimeLock runtime_lock_;
     uint64_t started_ms_ = 0;
     std::unique_ptr<cache::Cache> cache_;
@@ -111,6 +125,10 @@ class Daemon {
     std::unique_ptr<control::ControlServer> control_server_;
     std::vector<std::unique_ptr<server::Worker>> workers_;
     std::vector<std::thread> threads_;
+    std::atomic<unsigned> workers_done_{0};  // worker threads whose run() returned
+    // An inherited nscd socket while the daemon's own user lookups may ask it (until the
+    // host front accepts on it).
+    NscdRefuser nscd_refuser_;
 };
 
 }  // namespace nscache::daemon

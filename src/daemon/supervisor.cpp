@@ -5,6 +5,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 
@@ -132,6 +133,17 @@ int Supervisor::run() {
     return stop_signal_;
 }
 
+bool Supervisor::wait_until(const std::function<bool()>& done, uint64_t deadline_ms) {
+    // The first signal ended run(); any other (even one read in the same batch) ends this.
+    while (!done()) {
+        if (stop_signals_ > 1) return false;
+        const uint64_t now = monotonic_ms();
+        if (now >= deadline_ms) return false;
+        loop_.run_once(static_cast<int>(std::min<uint64_t>(deadline_ms - now, 1000)));
+    }
+    return true;
+}
+
 void Supervisor::on_event(uint32_t) {
     signalfd_siginfo info{};
     while (read(signal_fd_, &info, sizeof info) == sizeof info) {
@@ -139,6 +151,7 @@ void Supervisor::on_event(uint32_t) {
             reload("SIGHUP");
         } else {
             stop_signal_ = static_cast<int>(info.ssi_signo);
+            ++stop_signals_;
         }
     }
 }

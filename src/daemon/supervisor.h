@@ -73,6 +73,13 @@ class Supervisor final : public EventHandler {
     // SIGTERM or SIGINT was read.
     bool run_once(int max_wait_ms);
 
+    // After run(), while the workers drain: runs the loop (signals only) until `done()`, a
+    // further SIGTERM or SIGINT, or `deadline_ms` (monotonic); true when `done()` ended it.
+    // Whoever makes done() true calls wake().
+    bool wait_until(const std::function<bool()>& done, uint64_t deadline_ms);
+    // Any thread: wait_until() checks done() again.
+    void wake() { loop_.wake(); }
+
     // Any thread but the main one: reloads now and returns the control reply text.
     std::string request_reload();
     // Any thread: the settings in force.
@@ -102,6 +109,7 @@ class Supervisor final : public EventHandler {
     EventLoop::Registration signal_registration_ = EventLoop::kNoRegistration;
     FileWatch files_;
     int stop_signal_ = 0;
+    int stop_signals_ = 0;  // SIGTERM and SIGINT read so far
 
     mutable Mutex mu_;
     server::SettingsPtr settings_ NSCACHE_GUARDED_BY(mu_);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "front/request_socket.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -18,15 +19,25 @@ RequestSocket::RequestSocket(EventLoop& loop, RequestHandler& handler, RequestSo
                    options_.max_per_user) {}
 
 RequestSocket::~RequestSocket() {
+    close();
+}
+
+void RequestSocket::close() {
     listener_.reset();
     connections_.clear();
     if (fd_ >= 0) {
-        close(fd_);
-        unlink(options_.path.c_str());
+        ::close(fd_);
+        if (owns_path_) unlink(options_.path.c_str());
     }
+    fd_ = -1;
 }
 
 Result<void> RequestSocket::bind() {
+    if (options_.inherited_fd >= 0) {
+        fd_ = options_.inherited_fd;
+        fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_NONBLOCK);
+        return {};
+    }
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (options_.path.size() >= sizeof addr.sun_path) {
@@ -47,11 +58,12 @@ Result<void> RequestSocket::bind() {
     const int bind_errno = errno;
     umask(old_mask);
     if (!bound) {
-        close(fd_);
+        ::close(fd_);
         fd_ = -1;
         return Error{"cannot bind " + options_.what + " " + options_.path + ": " +
                      std::strerror(bind_errno)};
     }
+    owns_path_ = true;
     return {};
 }
 

@@ -29,6 +29,10 @@ struct RequestSocketOptions {
     size_t max_connections = 1024;
     uint64_t timeout_ms = 10'000;  // a client unanswered this long is closed
     size_t max_per_user = 0;       // 0: a quarter of max_connections (root: none)
+    // A listening socket given to this process (InheritedSockets "nss", "nscd"): bind()
+    // adopts it instead of replacing the path, and the path is never unlinked (its owner,
+    // systemd or the launcher, keeps it, and the connections queued in it).
+    int inherited_fd = -1;
 };
 
 class RequestSocket {
@@ -39,7 +43,8 @@ class RequestSocket {
     RequestSocket& operator=(const RequestSocket&) = delete;
 
     // Replaces whatever is at the path with a 0666 socket, bound but not listening yet (a
-    // client that connects now is refused and falls back at once).
+    // client that connects now is refused and falls back at once); or adopts the inherited
+    // socket, which listens already (nobody accepts before start()).
     Result<void> bind();
     // Connections wait in a backlog of `backlog` from here on, until start().
     Result<void> listen(int backlog);
@@ -47,15 +52,22 @@ class RequestSocket {
     void start();
 
     const std::string& path() const { return options_.path; }
+    bool inherited() const { return options_.inherited_fd >= 0; }
     // The client `id`, or null when it is gone (answered, closed, timed out).
     RequestConnection* find(uint64_t id) { return connections_.find(id); }
     // Closes every client (before the handler goes).
     void close_clients() { connections_.clear(); }
+    // At shutdown, once the loop no longer runs: every client, then the socket (its path
+    // unlinked if bound here), so that clients fall back at once instead of waiting in a
+    // backlog nobody serves; an inherited socket stays open in its owner, whose backlog the
+    // next process serves.
+    void close();
 
   private:
     EventLoop& loop_;
     RequestSocketOptions options_;
     int fd_ = -1;
+    bool owns_path_ = false;              // bound here: unlinked at the end
     std::unique_ptr<Listener> listener_;  // from start()
     RequestConnections connections_;
 };

@@ -65,7 +65,8 @@ NscdServer::NscdServer(front::HostFront& front, NscdOptions options)
                                           .what = "nscd socket",
                                           .max_connections = kMaxConnections,
                                           .timeout_ms = kConnectionTimeoutMs,
-                                          .max_per_user = options_.max_connections_per_user}) {
+                                          .max_per_user = options_.max_connections_per_user,
+                                          .inherited_fd = options_.inherited_fd}) {
     map_.set_drop_listener([this](const std::string& key) { cancel_refresh(key); });
     front.add(*this, options_.max_connections_per_user);
 }
@@ -83,7 +84,9 @@ Result<void> NscdServer::open() {
     std::memcpy(addr.sun_path, options_.socket_path.c_str(), options_.socket_path.size() + 1);
     // A socket someone answers on belongs to a running nscd (or nsncd, unscd): taking it
     // over would leave two caches answering for hosts, one of them unseen.
-    const int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    // (An inherited socket is ours: it answers because it listens already.)
+    const int probe =
+        options_.inherited_fd >= 0 ? -1 : socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (probe >= 0) {
         const bool live = connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
         close(probe);
@@ -102,9 +105,12 @@ Result<void> NscdServer::open() {
 }
 
 void NscdServer::start() {
-    if (auto listening = socket_.listen(4096); !listening) {
-        log_error("%s", listening.error().c_str());
-        return;
+    // An inherited socket listens already (its owner chose the backlog).
+    if (!socket_.inherited()) {
+        if (auto listening = socket_.listen(4096); !listening) {
+            log_error("%s", listening.error().c_str());
+            return;
+        }
     }
     socket_.start();
     if (options_.proxy_other_databases) others_.start();
@@ -129,6 +135,9 @@ void NscdServer::on_stopped() {
     serving_ = false;
     others_.stop();
     map_.shutdown();
+    // Lookups the front had not answered: their clients fall back to NSS now, not after the
+    // workers' drain.
+    socket_.close();
 }
 
 void NscdServer::on_wake() {

@@ -36,6 +36,7 @@ struct NscdOptions {
     size_t max_connections_per_user = 256;
     bool prefetch = true;
     MapOptions map;
+    int inherited_fd = -1;  // a listening socket given to this process (RequestSocketOptions)
 };
 
 class NscdServer final : public front::Protocol {
@@ -69,7 +70,8 @@ class NscdServer final : public front::Protocol {
     void start() override;
     void on_thread_start() override;
     void on_wake() override;
-    // Tells clients the map is gone (they use NSS at once).
+    // Tells clients the map is gone (they use NSS at once), then closes the socket and its
+    // clients (RequestSocket::close).
     void on_stopped() override;
 
     // RequestHandler: glibc's nscd requests (nscd/protocol.h).

@@ -30,7 +30,8 @@ NssServer::NssServer(front::HostFront& front, NssOptions options)
                                           .what = "NSS socket",
                                           .max_connections = kMaxConnections,
                                           .timeout_ms = kConnectionTimeoutMs,
-                                          .max_per_user = options_.max_connections_per_user}) {
+                                          .max_per_user = options_.max_connections_per_user,
+                                          .inherited_fd = options_.inherited_fd}) {
     front.add(*this, options_.max_connections_per_user);
 }
 
@@ -41,7 +42,9 @@ NssServer::~NssServer() {
 
 Result<void> NssServer::open() {
     if (auto bound = socket_.bind(); !bound) return bound;
-    if (auto listening = socket_.listen(256); !listening) return listening;
+    if (!socket_.inherited()) {
+        if (auto listening = socket_.listen(256); !listening) return listening;
+    }
     if (auto error = map_.create()) return Error{*error};
     log_info("NSS socket %s", options_.socket_path.c_str());
     return {};

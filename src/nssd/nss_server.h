@@ -26,6 +26,7 @@ struct NssOptions {
     // Connections one user may hold open at once (max-connections-per-user; root: no limit
     // but kMaxConnections).
     size_t max_connections_per_user = 256;
+    int inherited_fd = -1;  // a listening socket given to this process (RequestSocketOptions)
 };
 
 class NssServer final : public front::Protocol {
@@ -54,6 +55,8 @@ class NssServer final : public front::Protocol {
     void host_done(uint64_t id, const hostdb::HostAnswer& answer) override;
     void hosts_changed() override { map_.invalidate_all(); }
     void start() override { socket_.start(); }
+    // Clients and socket closed (RequestSocket::close): the module falls back at once.
+    void on_stopped() override { socket_.close(); }
 
     // RequestHandler: the NSS socket's requests (nss/protocol.h).
     size_t request_size(std::span<const uint8_t> in) const override;
