@@ -168,6 +168,9 @@ Result<void> Daemon::open_control() {
                                     .group = config_.control_group,
                                     .metrics_listen = control_.metrics_listen,
                                     .metrics_allow = control_.metrics_allow,
+                                    .health_listen = control_.health_listen,
+                                    .health = {&readiness_, std::span<const WorkerCounters>(
+                                                                counters_.get(), config_.threads)},
                                     .state_dir = control_.state_dir,
                                     .ttl_policy = control_.ttl_policy,
                                     .after_flush = nullptr,
@@ -246,6 +249,7 @@ void Daemon::announce_ready() {
             sc.redis ? sc.redis->to_string().c_str() : sc.redis_cluster.front().to_string().c_str(),
             sc.timeout_ms, sc.key_prefix.c_str(), sc.write ? "" : ", read-only");
     }
+    readiness_.set_ready();
     log_info("ready");
     // After the lines harnesses and operators wait for (listening on..., ready), whatever the
     // level: log-level = "warning" quiets what follows, not the start-up contract.
@@ -257,6 +261,7 @@ void Daemon::announce_ready() {
 
 void Daemon::run() {
     const int signal_number = supervisor_->run();
+    readiness_.set_draining();  // before anything stops: probes see 503 throughout
     log_info("shutting down (%s)", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
     sd_notify("STOPPING=1");
 }
@@ -265,9 +270,9 @@ void Daemon::stop_threads() {
     // First of all: glibc's clients drop the nscd map at once and use NSS while we stop (the
     // front stops nscd, its first protocol, first).
     if (host_front_) host_front_->stop();
-    control_server_->stop();
     for (auto& w : workers_) w->request_stop();
     for (auto& t : threads_) t.join();
+    control_server_->stop();
     threads_.clear();
     nss_.reset();
     nscd_.reset();

@@ -23,6 +23,7 @@
 
 #include "cache/cache.h"
 #include "common/counters.h"
+#include "common/readiness.h"
 #include "common/result.h"
 #include "common/runtime_lock.h"
 #include "config/config.h"
@@ -76,10 +77,12 @@ class Daemon {
     void start_threads();
     // The start-up summary, "ready", the configured log level, READY=1.
     void announce_ready();
-    // The supervisor's loop until SIGTERM or SIGINT, then "shutting down" and STOPPING=1.
+    // The supervisor's loop until SIGTERM or SIGINT, then draining (/ready: 503), "shutting
+    // down" and STOPPING=1.
     void run();
     // The host front first (nscd, whose clients drop the map at once, then NSS: both stop
-    // with the front's thread), then control and the workers.
+    // with the front's thread), then the workers, then control: the health endpoint answers
+    // (/ready 503) until the workers are done.
     void stop_threads();
     // `cache-file` written from the cache.
     void save_cache_file();
@@ -90,6 +93,8 @@ class Daemon {
 
     RuntimeLock runtime_lock_;
     uint64_t started_ms_ = 0;
+    // Starting, ready (announce_ready), draining (run's end): /ready tells it.
+    Readiness readiness_;
     std::unique_ptr<cache::Cache> cache_;
     // DNS over TLS: one context for every worker (a reload may add tls:// upstreams).
     std::unique_ptr<upstream::TlsClient> tls_;
