@@ -313,8 +313,7 @@ const std::map<std::string, Setter, std::less<>>& setters() {
         {"health-listen",
          [](const toml::node& n, Config& c) -> Result<void> {
              if (auto err = string_of(n, c.health_listen); !err) return err;
-             if (!c.health_listen.empty() &&
-                 !parse_socket_address(c.health_listen, std::nullopt)) {
+             if (!c.health_listen.empty() && !parse_socket_address(c.health_listen, std::nullopt)) {
                  return Error{"bad address '" + c.health_listen + "' (expected ADDR:PORT)"};
              }
              return {};

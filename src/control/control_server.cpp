@@ -157,8 +157,8 @@ void ControlServer::adopt_live_options() {
             continue;
         }
         rebind[i] = true;
-        if (e.address) log_info("%s endpoint %s closed", name_of(kinds[i]),
-                                e.address->to_string().c_str());
+        if (e.address)
+            log_info("%s endpoint %s closed", name_of(kinds[i]), e.address->to_string().c_str());
         close_endpoint(kinds[i]);
     }
     for (size_t i = 0; i < 2; ++i) {

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The control socket (a unix stream socket, mode 0600 or 0660 for a group), the optional
-// Prometheus endpoint and the optional health endpoint (GET /health, /ready), served by one thread of their own on an event loop, so nothing they do
-// runs on a worker and no client can hold the others up: sockets never block, each client
-// has a deadline from accept to the end of its answer, and each socket serves a bounded
-// number of clients at once. One request per connection, a line in, text out (see
-// docs/interfaces.md). Commands (flush, dump, load) run on the control thread.
+// Prometheus endpoint and the optional health endpoint (GET /health, /ready), served by one thread
+// of their own on an event loop, so nothing they do runs on a worker and no client can hold the
+// others up: sockets never block, each client has a deadline from accept to the end of its answer,
+// and each socket serves a bounded number of clients at once. One request per connection, a line
+// in, text out (see docs/interfaces.md). Commands (flush, dump, load) run on the control thread.
 //
 // open() before privileges are dropped; start() and stop() from the thread that owns the
 // server; execute() from any one thread at a time (the control thread once started).
@@ -83,7 +83,8 @@ class ControlServer final : private ConnectionOwner {
     std::string execute(const std::string& request);
 
     // Any thread: applied on the control thread at its next wake-up (a changed metrics-listen
-    // or health-listen is bound anew there; a port below 1024 fails once privileges are dropped, and says so).
+    // or health-listen is bound anew there; a port below 1024 fails once privileges are dropped,
+    // and says so).
     void post_live_options(ControlLiveOptions options);
 
   private:

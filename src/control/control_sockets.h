@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Binding the control socket and the HTTP endpoints (metrics, health), before privileges are dropped. The
-// control socket's folder may belong to someone else, so nothing here that runs as root
-// follows a link by path: the mode comes from the umask at bind, the owner from lchown.
+// Binding the control socket and the HTTP endpoints (metrics, health), before privileges are
+// dropped. The control socket's folder may belong to someone else, so nothing here that runs as
+// root follows a link by path: the mode comes from the umask at bind, the owner from lchown.
 // Start-up thread only (the umask is process-wide).
 #pragma once
 

@@ -42,7 +42,8 @@ std::optional<HttpRequest> parse_request_line(std::string_view head) {
     for (char c : method) {
         if (c < 'A' || c > 'Z') return std::nullopt;
     }
-    if (const size_t q = target.find('?'); q != std::string_view::npos) target = target.substr(0, q);
+    if (const size_t q = target.find('?'); q != std::string_view::npos)
+        target = target.substr(0, q);
     return HttpRequest{std::string(method), std::string(target)};
 }
 

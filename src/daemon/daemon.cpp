@@ -168,13 +168,14 @@ Result<void> Daemon::open_control() {
                                     .group = config_.control_group,
                                     .metrics_listen = control_.metrics_listen,
                                     .metrics_allow = control_.metrics_allow,
-                                    .health_listen = control_.health_listen,
-                                    .health = {&readiness_, std::span<const WorkerCounters>(
-                                                                counters_.get(), config_.threads)},
                                     .state_dir = control_.state_dir,
                                     .ttl_policy = control_.ttl_policy,
                                     .after_flush = nullptr,
                                     .reload = [this] { return supervisor_->request_reload(); }};
+    // /health reads the workers' heartbeats (the host front's thread has none).
+    options.health_listen = control_.health_listen;
+    options.health = {&readiness_,
+                      std::span<const WorkerCounters>(counters_.get(), config_.threads)};
     // A flush forgets published NSS answers and cached resolution failures too.
     options.after_flush = [this] {
         if (nss_) nss_->invalidate_map();

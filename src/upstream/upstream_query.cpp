@@ -132,9 +132,7 @@ void UpstreamQuery::send_tcp_attempt(int upstream) {
     if (!send_stream(upstream, tcp, true)) {
         bump(counters_.upstream_errors);
         arm_timer(0);
-        return;
     }
-    bump(counters_.upstream_queries);
 }
 
 void UpstreamQuery::send_attempt(int upstream) {
