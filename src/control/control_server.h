@@ -41,8 +41,8 @@ struct ControlOptions {
     std::optional<SocketAddress> metrics_listen;
     std::vector<Cidr> metrics_allow;  // others are closed at accept; empty: loopback only
     // /health and /ready for any client; the metrics address itself: on the metrics socket.
-    std::optional<SocketAddress> health_listen;
-    HealthSources health;
+    std::optional<SocketAddress> health_listen = std::nullopt;
+    HealthSources health = {};
     std::string state_dir = "/var/lib/nscache";  // the only folder dump and load may use
     cache::TtlPolicy ttl_policy;                 // applied again to loaded entries
     // Runs on every flush (the NSS shared map forgets what it published).

@@ -4,6 +4,7 @@
 max-ttl and negative-max-ttl over the global ones; a reload applies changes to both."""
 
 import os
+import re
 import subprocess
 
 import dns.message
@@ -11,6 +12,7 @@ import dns.query
 import dns.rcode
 
 from dnshelpers import a_addrs
+from harness import REPO
 
 
 def ask(port, name, rdtype="A", timeout=3.0):
@@ -126,3 +128,14 @@ def test_bad_rule_values_are_refused_with_clear_messages(nscache, tmp_path):
                            timeout=10)
         assert r.returncode != 0, extra
         assert message in r.stdout + r.stderr, (extra, r.stdout + r.stderr)
+
+
+def test_node_local_example_in_the_docs_is_a_valid_config(nscache, tmp_path):
+    text = (REPO / "docs" / "node-local.md").read_text()
+    block = re.search(r"```toml\n(.*?)```", text, re.S)
+    assert block, "docs/node-local.md has no TOML example"
+    conf = tmp_path / "node-local.toml"
+    conf.write_text(block.group(1))
+    r = subprocess.run([nscache, "check-config", str(conf)], capture_output=True, text=True,
+                       timeout=10)
+    assert r.returncode == 0, r.stdout + r.stderr
