@@ -92,6 +92,9 @@ struct alignas(64) WorkerCounters {
     LatencyHistogram latency[kAnswerSources];
     // How long shared-tier lookups that got a reply waited for it.
     LatencyHistogram shared_latency;
+    // The owning loop's clock (monotonic ms) at its last heartbeat (common/readiness.h); 0
+    // until it first runs. No stat: /health reads it.
+    std::atomic<uint64_t> heartbeat_ms{0};
 };
 
 // Single-writer level (NSCACHE_WORKER_GAUGES).

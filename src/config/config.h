@@ -17,13 +17,26 @@ namespace nscache {
 
 enum class RateLimitAction { Drop, Truncate };
 
+// How a [[forward]] rule's plain upstreams are asked (tls:// ones are always asked over TLS).
+enum class ForwardTransport : uint8_t {
+    Udp,  // UDP first, TCP after TC=1 or after every UDP try timed out
+    Tcp,  // every query over TCP (pipelined, kept open), as NodeLocal DNSCache forwards
+};
+
+// No cap of a rule's own: only the global max-ttl / negative-max-ttl apply.
+inline constexpr uint32_t kNoTtlCap = UINT32_MAX;
+
 // One [[forward]] table: queries for names at or under `domains` go to `upstreams` (split
 // DNS). The longest matching domain wins; "." is the default set.
 struct ForwardZone {
     std::vector<std::string> domains;  // lower-case text with a trailing dot: "corp.example."
     std::vector<UpstreamAddress> upstreams;
     bool cache = true;  // no-cache = true: answers for these names are never kept
-    size_t line = 0;    // where the table starts in the config file, for messages
+    ForwardTransport transport = ForwardTransport::Udp;
+    // Caps on the TTLs cached for the rule's names, over the global ones (the smaller wins).
+    uint32_t max_ttl = kNoTtlCap;
+    uint32_t negative_max_ttl = kNoTtlCap;
+    size_t line = 0;  // where the table starts in the config file, for messages
 };
 
 // One entry of `local-records`: "NAME TYPE VALUE", answered by nscache itself.
@@ -151,6 +164,9 @@ struct Config {
     std::string control_group;
     std::string metrics_listen;
     std::vector<Cidr> metrics_allow;  // empty: loopback only
+    // GET /health and /ready (control/health.h); the same address as metrics-listen serves
+    // them on the metrics socket (and metrics-allow applies), another one to any client.
+    std::string health_listen;
     std::string user;
 
     bool serve_stale = true;

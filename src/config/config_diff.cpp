@@ -25,7 +25,8 @@ bool same(const std::vector<ForwardZone>& a, const std::vector<ForwardZone>& b) 
     if (a.size() != b.size()) return false;
     for (size_t i = 0; i < a.size(); ++i) {
         if (a[i].domains != b[i].domains || !same(a[i].upstreams, b[i].upstreams) ||
-            a[i].cache != b[i].cache) {
+            a[i].cache != b[i].cache || a[i].transport != b[i].transport ||
+            a[i].max_ttl != b[i].max_ttl || a[i].negative_max_ttl != b[i].negative_max_ttl) {
             return false;
         }
     }
@@ -84,6 +85,7 @@ std::vector<std::string> changed_options(const Config& a, const Config& b) {
     NSCACHE_COMPARE("max-upstream-queries", max_upstream_queries);
     NSCACHE_COMPARE("metrics-listen", metrics_listen);
     NSCACHE_COMPARE("metrics-allow", metrics_allow);
+    NSCACHE_COMPARE("health-listen", health_listen);
     NSCACHE_COMPARE("stale-answer-timeout", stale_answer_timeout_ms);
     NSCACHE_COMPARE("serve-expired", serve_expired);
     NSCACHE_COMPARE("prefetch", prefetch);

@@ -310,6 +310,14 @@ const std::map<std::string, Setter, std::less<>>& setters() {
              return {};
          }},
         {"metrics-allow", cidr_list(&Config::metrics_allow)},
+        {"health-listen",
+         [](const toml::node& n, Config& c) -> Result<void> {
+             if (auto err = string_of(n, c.health_listen); !err) return err;
+             if (!c.health_listen.empty() && !parse_socket_address(c.health_listen, std::nullopt)) {
+                 return Error{"bad address '" + c.health_listen + "' (expected ADDR:PORT)"};
+             }
+             return {};
+         }},
         {"user", string_field(&Config::user)},
         {"resolv-file", string_field(&Config::resolv_file)},
         {"flush-on-upstream-change", bool_field(&Config::flush_on_upstream_change)},
@@ -487,7 +495,20 @@ std::optional<ConfigError> apply_shared_cache(const std::string& path, const tom
 
 namespace {
 
-// [[forward]]: an array of tables, each with domains, upstreams and no-cache. Messages point
+Result<void> transport_of(const toml::node& node, ForwardTransport& out) {
+    auto text = node.value<std::string>();
+    if (text && *text == "udp") {
+        out = ForwardTransport::Udp;
+    } else if (text && *text == "tcp") {
+        out = ForwardTransport::Tcp;
+    } else {
+        return Error{"expected \"udp\" or \"tcp\""};
+    }
+    return {};
+}
+
+// [[forward]]: an array of tables, each with domains, upstreams, no-cache, transport and its
+// own max-ttl and negative-max-ttl. Messages point
 // at the line of the table (or key) at fault.
 std::optional<ConfigError> apply_forwards(const std::string& path, const toml::node& node,
                                           Config& config) {
@@ -530,6 +551,12 @@ std::optional<ConfigError> apply_forwards(const std::string& path, const toml::n
                 bool no_cache = false;
                 err = bool_of(value, no_cache);
                 zone.cache = !no_cache;
+            } else if (k == "transport") {
+                err = transport_of(value, zone.transport);
+            } else if (k == "max-ttl") {
+                err = uint_of(value, zone.max_ttl, 0x7FFFFFFF);  // RFC 2181 §8: 31-bit TTLs
+            } else if (k == "negative-max-ttl") {
+                err = uint_of(value, zone.negative_max_ttl, 0x7FFFFFFF);
             } else {
                 return ConfigError{where(path, key.source()) + "forward: unknown key '" + k + "'"};
             }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// One client of the control socket or the metrics endpoint, served without blocking on the
-// control thread's event loop: the request is read as it comes, the answer written as the
+// One client of the control socket or an HTTP endpoint (metrics, health), served without blocking
+// on the control thread's event loop: the request is read as it comes, the answer written as the
 // socket takes it, and a deadline from accept to the answer's last byte closes a client that
 // is slow or silent, so one client can never hold the others (or shutdown) up.
 // Control thread only.
@@ -13,7 +13,7 @@
 
 namespace nscache::control {
 
-enum class ConnectionKind : uint8_t { Control, Metrics };
+enum class ConnectionKind : uint8_t { Control, Metrics, Health };
 
 // What a connection needs from its server.
 class ConnectionOwner {

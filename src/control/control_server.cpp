@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "control/control_sockets.h"
+#include "control/http.h"
 #include "control/state_dir.h"
 #include "dns/name.h"
 
@@ -21,7 +22,11 @@ namespace nscache::control {
 namespace {
 
 size_t index_of(ConnectionKind kind) {
-    return kind == ConnectionKind::Control ? 0 : 1;
+    return static_cast<size_t>(kind);
+}
+
+const char* name_of(ConnectionKind kind) {
+    return kind == ConnectionKind::Metrics ? "metrics" : "health";
 }
 
 // A short line to a client that is turned away at accept: the socket is new and empty, so
@@ -50,12 +55,54 @@ ControlServer::~ControlServer() {
     stop();
     connections_.clear();
     control_listener_.reset();
-    metrics_listener_.reset();
+    close_endpoint(ConnectionKind::Metrics);
+    close_endpoint(ConnectionKind::Health);
     if (control_fd_ >= 0) {
         close(control_fd_);
         if (owns_path_) unlink(options_.socket_path.c_str());
     }
-    if (metrics_fd_ >= 0) close(metrics_fd_);
+}
+
+ControlServer::HttpEndpoint& ControlServer::endpoint(ConnectionKind kind) {
+    return kind == ConnectionKind::Metrics ? metrics_ : health_;
+}
+
+bool ControlServer::health_on_metrics() const {
+    return options_.health_listen && options_.metrics_listen &&
+           *options_.health_listen == *options_.metrics_listen;
+}
+
+std::optional<SocketAddress> ControlServer::wanted_address(ConnectionKind kind) const {
+    if (kind == ConnectionKind::Metrics) return options_.metrics_listen;
+    return health_on_metrics() ? std::nullopt : options_.health_listen;
+}
+
+// On the start-up thread before start(), on the control thread after it.
+Result<void> ControlServer::bind_endpoint(ConnectionKind kind, const SocketAddress& address) {
+    HttpEndpoint& e = endpoint(kind);
+    std::string error;
+    e.fd = bind_http_socket(address, name_of(kind), error);
+    if (e.fd < 0) return Error{error};
+    e.address = address;
+    e.listener = std::make_unique<Listener>(
+        loop_, e.fd, name_of(kind), [this, kind](int fd, const sockaddr_storage& peer, socklen_t) {
+            accept_http(kind, fd, peer);
+        });
+    if (kind == ConnectionKind::Metrics) {
+        log_info("metrics on http://%s/metrics", address.to_string().c_str());
+    }
+    if (kind == ConnectionKind::Health || health_on_metrics()) {
+        log_info("health on http://%s/health and /ready", address.to_string().c_str());
+    }
+    return {};
+}
+
+void ControlServer::close_endpoint(ConnectionKind kind) {
+    HttpEndpoint& e = endpoint(kind);
+    e.listener.reset();
+    if (e.fd >= 0) close(e.fd);
+    e.fd = -1;
+    e.address.reset();
 }
 
 Result<void> ControlServer::open(uid_t owner_uid) {
@@ -74,19 +121,14 @@ Result<void> ControlServer::open(uid_t owner_uid) {
         control_fd_ = bind_control_socket(options_.socket_path, owner_uid, access_.group, error);
         if (control_fd_ < 0) return Error{error};
     }
-    if (options_.metrics_listen) {
-        metrics_fd_ = bind_metrics_socket(*options_.metrics_listen, error);
-        if (metrics_fd_ < 0) return Error{error};
-        log_info("metrics on http://%s/metrics", options_.metrics_listen->to_string().c_str());
+    for (ConnectionKind kind : {ConnectionKind::Metrics, ConnectionKind::Health}) {
+        if (auto address = wanted_address(kind)) {
+            if (auto bound = bind_endpoint(kind, *address); !bound) return bound;
+        }
     }
     control_listener_ = std::make_unique<Listener>(
         loop_, control_fd_, "control socket",
         [this](int fd, const sockaddr_storage&, socklen_t) { accept_control(fd); });
-    if (metrics_fd_ >= 0) {
-        metrics_listener_ = std::make_unique<Listener>(
-            loop_, metrics_fd_, "metrics",
-            [this](int fd, const sockaddr_storage& peer, socklen_t) { accept_metrics(fd, peer); });
-    }
     return {};
 }
 
@@ -94,7 +136,8 @@ void ControlServer::start() {
     if (!control_listener_ || thread_.joinable()) return;
     thread_ = std::thread([this] {
         control_listener_->start();
-        if (metrics_listener_) metrics_listener_->start();
+        if (metrics_.listener) metrics_.listener->start();
+        if (health_.listener) health_.listener->start();
         loop_.run([this] { adopt_live_options(); });
     });
 }
@@ -109,32 +152,34 @@ void ControlServer::adopt_live_options() {
     options_.metrics_allow = std::move(next.metrics_allow);
     options_.state_dir = std::move(next.state_dir);
     options_.ttl_policy = next.ttl_policy;
-    const bool same = next.metrics_listen.has_value() == options_.metrics_listen.has_value() &&
-                      (!next.metrics_listen || *next.metrics_listen == *options_.metrics_listen);
-    if (same) return;
-    metrics_listener_.reset();
-    if (metrics_fd_ >= 0) close(metrics_fd_);
-    metrics_fd_ = -1;
     options_.metrics_listen = next.metrics_listen;
-    if (options_.metrics_listen) {
-        open_metrics(*options_.metrics_listen);
-    } else {
-        log_info("metrics endpoint closed");
+    options_.health_listen = next.health_listen;
+    // Every socket whose address changed is closed before any is bound: the health socket may
+    // move onto the address metrics gives up, or the other way round.
+    const ConnectionKind kinds[] = {ConnectionKind::Metrics, ConnectionKind::Health};
+    bool rebind[2] = {false, false};
+    for (size_t i = 0; i < 2; ++i) {
+        const auto wanted = wanted_address(kinds[i]);
+        const HttpEndpoint& e = endpoint(kinds[i]);
+        if (wanted.has_value() == e.address.has_value() && (!wanted || *wanted == *e.address)) {
+            continue;
+        }
+        rebind[i] = true;
+        if (e.address)
+            log_info("%s endpoint %s closed", name_of(kinds[i]), e.address->to_string().c_str());
+        close_endpoint(kinds[i]);
     }
-}
-
-void ControlServer::open_metrics(const SocketAddress& address) {
-    std::string error;
-    metrics_fd_ = bind_metrics_socket(address, error);
-    if (metrics_fd_ < 0) {
-        log_error("metrics-listen %s: %s", address.to_string().c_str(), error.c_str());
-        return;
+    for (size_t i = 0; i < 2; ++i) {
+        const auto wanted = wanted_address(kinds[i]);
+        if (!rebind[i] || !wanted) continue;
+        // A port below 1024 fails once privileges are dropped, and says so.
+        if (auto bound = bind_endpoint(kinds[i], *wanted); !bound) {
+            log_error("%s-listen %s: %s", name_of(kinds[i]), wanted->to_string().c_str(),
+                      bound.error().c_str());
+            continue;
+        }
+        endpoint(kinds[i]).listener->start();
     }
-    metrics_listener_ = std::make_unique<Listener>(
-        loop_, metrics_fd_, "metrics",
-        [this](int fd, const sockaddr_storage& peer, socklen_t) { accept_metrics(fd, peer); });
-    metrics_listener_->start();
-    log_info("metrics on http://%s/metrics", address.to_string().c_str());
 }
 
 void ControlServer::stop() {
@@ -143,7 +188,7 @@ void ControlServer::stop() {
     thread_.join();
     // The loop has stopped: its connections are closed here, whatever state they were in.
     connections_.clear();
-    clients_[0] = clients_[1] = 0;
+    for (size_t& n : clients_) n = 0;
 }
 
 void ControlServer::accept_control(int fd) {
@@ -159,13 +204,16 @@ void ControlServer::accept_control(int fd) {
     adopt(ConnectionKind::Control, fd);
 }
 
-void ControlServer::accept_metrics(int fd, const sockaddr_storage& peer) {
-    if (!metrics_peer_allowed(options_.metrics_allow, peer) ||
-        clients_[index_of(ConnectionKind::Metrics)] >= options_.max_clients) {
+// The metrics socket admits metrics-allow only (loopback by default); the health socket
+// anyone, as probes come from the node's address and load balancers from theirs: it tells
+// no more than up or down.
+void ControlServer::accept_http(ConnectionKind kind, int fd, const sockaddr_storage& peer) {
+    if ((kind == ConnectionKind::Metrics && !metrics_peer_allowed(options_.metrics_allow, peer)) ||
+        clients_[index_of(kind)] >= options_.max_clients) {
         close(fd);
         return;
     }
-    adopt(ConnectionKind::Metrics, fd);
+    adopt(kind, fd);
 }
 
 void ControlServer::adopt(ConnectionKind kind, int fd) {
@@ -193,17 +241,27 @@ void ControlServer::closed(uint64_t id) {
 }
 
 std::string ControlServer::answer(ConnectionKind kind, const std::string& request) {
-    if (kind == ConnectionKind::Metrics) return metrics_answer(request);
-    return execute(request);
+    if (kind == ConnectionKind::Control) return execute(request);
+    return http_answer(kind, request);
 }
 
-std::string ControlServer::metrics_answer(const std::string& head) {
-    if (head.rfind("GET /metrics", 0) != 0) {
-        return "HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+std::string ControlServer::http_answer(ConnectionKind kind, const std::string& head) {
+    HttpRequest request;
+    if (auto error = check_request(head, ControlConnection::kMaxRequest, request)) return *error;
+    const bool metrics = kind == ConnectionKind::Metrics && request.path == "/metrics";
+    const bool health = (kind == ConnectionKind::Health || health_on_metrics()) &&
+                        (request.path == "/health" || request.path == "/ready");
+    if (!metrics && !health) return http_reply(404, "", "");
+    if (request.method != "GET" && request.method != "HEAD") return method_not_allowed();
+    const bool head_only = request.method == "HEAD";
+    if (metrics) {
+        return http_reply(200, "text/plain; version=0.0.4",
+                          format_prometheus(collect_stats(stats_, monotonic_ms())), head_only);
     }
-    const std::string body = format_prometheus(collect_stats(stats_, monotonic_ms()));
-    return "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " +
-           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    const HealthReply reply = request.path == "/health"
+                                  ? liveness(options_.health, monotonic_ms())
+                                  : readiness(options_.health, monotonic_ms());
+    return http_reply(reply.status, "text/plain", reply.body, head_only);
 }
 
 std::string ControlServer::execute(const std::string& request) {

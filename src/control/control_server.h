@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The control socket (a unix stream socket, mode 0600 or 0660 for a group) and the optional
-// Prometheus endpoint, served by one thread of their own on an event loop, so nothing they do
-// runs on a worker and no client can hold the others up: sockets never block, each client
-// has a deadline from accept to the end of its answer, and each socket serves a bounded
-// number of clients at once. One request per connection, a line in, text out (see
-// docs/interfaces.md). Commands (flush, dump, load) run on the control thread.
+// The control socket (a unix stream socket, mode 0600 or 0660 for a group), the optional
+// Prometheus endpoint and the optional health endpoint (GET /health, /ready), served by one thread
+// of their own on an event loop, so nothing they do runs on a worker and no client can hold the
+// others up: sockets never block, each client has a deadline from accept to the end of its answer,
+// and each socket serves a bounded number of clients at once. One request per connection, a line
+// in, text out (see docs/interfaces.md). Commands (flush, dump, load) run on the control thread.
 //
 // open() before privileges are dropped; start() and stop() from the thread that owns the
 // server; execute() from any one thread at a time (the control thread once started).
@@ -29,6 +29,7 @@
 #include "common/slot_table.h"
 #include "config/address.h"
 #include "control/control_connection.h"
+#include "control/health.h"
 #include "control/peer_access.h"
 #include "control/stats.h"
 
@@ -39,6 +40,9 @@ struct ControlOptions {
     std::string group;  // empty: mode 0600
     std::optional<SocketAddress> metrics_listen;
     std::vector<Cidr> metrics_allow;  // others are closed at accept; empty: loopback only
+    // /health and /ready for any client; the metrics address itself: on the metrics socket.
+    std::optional<SocketAddress> health_listen = std::nullopt;
+    HealthSources health = {};
     std::string state_dir = "/var/lib/nscache";  // the only folder dump and load may use
     cache::TtlPolicy ttl_policy;                 // applied again to loaded entries
     // Runs on every flush (the NSS shared map forgets what it published).
@@ -59,6 +63,7 @@ struct ControlOptions {
 struct ControlLiveOptions {
     std::optional<SocketAddress> metrics_listen;
     std::vector<Cidr> metrics_allow;
+    std::optional<SocketAddress> health_listen;
     std::string state_dir;
     cache::TtlPolicy ttl_policy;
 };
@@ -81,19 +86,32 @@ class ControlServer final : private ConnectionOwner {
     std::string execute(const std::string& request);
 
     // Any thread: applied on the control thread at its next wake-up (a changed metrics-listen
-    // is bound anew there; a port below 1024 fails once privileges are dropped, and says so).
+    // or health-listen is bound anew there; a port below 1024 fails once privileges are dropped,
+    // and says so).
     void post_live_options(ControlLiveOptions options);
 
   private:
     std::string answer(ConnectionKind kind, const std::string& request) override;
     void closed(uint64_t id) override;
     void accept_control(int fd);
-    void accept_metrics(int fd, const sockaddr_storage& peer);
+    void accept_http(ConnectionKind kind, int fd, const sockaddr_storage& peer);
     void adopt(ConnectionKind kind, int fd);
     std::string file_command(const std::string& command, const std::string& name);
-    std::string metrics_answer(const std::string& head);
+    std::string http_answer(ConnectionKind kind, const std::string& head);
     void adopt_live_options();
-    void open_metrics(const SocketAddress& address);
+
+    // An HTTP socket: metrics, or health (unbound when health-listen is metrics-listen).
+    struct HttpEndpoint {
+        std::optional<SocketAddress> address;
+        int fd = -1;
+        std::unique_ptr<Listener> listener;
+    };
+    HttpEndpoint& endpoint(ConnectionKind kind);
+    // The address `kind` binds under `options_` (none for health on the metrics address).
+    std::optional<SocketAddress> wanted_address(ConnectionKind kind) const;
+    Result<void> bind_endpoint(ConnectionKind kind, const SocketAddress& address);
+    void close_endpoint(ConnectionKind kind);
+    bool health_on_metrics() const;
 
     ControlOptions options_;
     cache::Cache& cache_;
@@ -101,14 +119,14 @@ class ControlServer final : private ConnectionOwner {
     ControlAccess access_;
     int control_fd_ = -1;
     bool owns_path_ = true;  // bound here (not inherited): unlinked at the end
-    int metrics_fd_ = -1;
     // Declared before what registers with it: destroyed after them.
     EventLoop loop_;
     Mailbox<ControlLiveOptions> live_pending_{loop_};  // from post_live_options()
     std::unique_ptr<Listener> control_listener_;
-    std::unique_ptr<Listener> metrics_listener_;
+    HttpEndpoint metrics_;
+    HttpEndpoint health_;
     SlotTable<std::unique_ptr<ControlConnection>> connections_;
-    size_t clients_[2] = {0, 0};  // open connections by ConnectionKind
+    size_t clients_[3] = {0, 0, 0};  // open connections by ConnectionKind
     std::thread thread_;
 };
 

@@ -64,16 +64,17 @@ int bind_control_socket(const std::string& path, uid_t owner_uid, std::optional<
     return fd;
 }
 
-int bind_metrics_socket(const SocketAddress& address, std::string& error) {
+int bind_http_socket(const SocketAddress& address, const char* what, std::string& error) {
     const int fd = socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
-        error = "cannot create the metrics socket: " + std::string(std::strerror(errno));
+        error = "cannot create the " + std::string(what) + " socket: " + std::strerror(errno);
         return -1;
     }
     const int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (bind(fd, address.sa(), address.length) != 0 || listen(fd, 16) != 0) {
-        error = "cannot bind metrics " + address.to_string() + ": " + std::strerror(errno);
+        error = "cannot bind " + std::string(what) + " " + address.to_string() + ": " +
+                std::strerror(errno);
         close(fd);
         return -1;
     }

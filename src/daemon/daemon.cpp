@@ -195,6 +195,10 @@ Result<void> Daemon::open_control() {
                                     .after_flush = nullptr,
                                     .reload = [this] { return supervisor_->request_reload(); }};
     options.inherited_fd = inherited_.take_one(InheritedSockets::kControl).value_or(-1);
+    // /health reads the workers' heartbeats (the host front's thread has none).
+    options.health_listen = control_.health_listen;
+    options.health = {&readiness_,
+                      std::span<const WorkerCounters>(counters_.get(), config_.threads)};
     // A flush forgets published NSS answers and cached resolution failures too.
     options.after_flush = [this] {
         if (nss_) nss_->invalidate_map();
@@ -284,6 +288,7 @@ void Daemon::announce_ready() {
             sc.redis ? sc.redis->to_string().c_str() : sc.redis_cluster.front().to_string().c_str(),
             sc.timeout_ms, sc.key_prefix.c_str(), sc.write ? "" : ", read-only");
     }
+    readiness_.set_ready();
     log_info("ready");
     // After the lines harnesses and operators wait for (listening on..., ready), whatever the
     // level: log-level = "warning" quiets what follows, not the start-up contract.
@@ -295,6 +300,7 @@ void Daemon::announce_ready() {
 
 void Daemon::run() {
     const int signal_number = supervisor_->run();
+    readiness_.set_draining();  // before anything stops: probes see 503 throughout
     log_info("shutting down (%s)", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
     sd_notify("STOPPING=1");
 }

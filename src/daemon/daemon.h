@@ -26,6 +26,7 @@
 #include "cache/cache.h"
 #include "common/counters.h"
 #include "common/inherited_sockets.h"
+#include "common/readiness.h"
 #include "common/result.h"
 #include "common/runtime_lock.h"
 #include "config/config.h"
@@ -87,12 +88,14 @@ class Daemon {
     void start_threads();
     // The start-up summary, "ready", the configured log level, READY=1.
     void announce_ready();
-    // The supervisor's loop until SIGTERM or SIGINT, then "shutting down" and STOPPING=1.
+    // The supervisor's loop until SIGTERM or SIGINT, then draining (/ready: 503), "shutting
+    // down" and STOPPING=1.
     void run();
     // The drain: the host front first (nscd, whose clients drop the map at once, then NSS:
     // both stop with the front's thread), then every worker stops reading and answers what
     // it has read (bounded by query-timeout and a margin; a second SIGTERM or SIGINT stops
-    // them at once), then control and the metrics endpoint, which answer until then.
+    // them at once), then control, the metrics and the health endpoint (/ready 503), which
+    // answer until then.
     void stop_threads();
     // `cache-file` written from the cache.
     void save_cache_file();
@@ -104,6 +107,8 @@ class Daemon {
     InheritedSockets inherited_;
     RuntimeLock runtime_lock_;
     uint64_t started_ms_ = 0;
+    // Starting, ready (announce_ready), draining (run's end): /ready tells it.
+    Readiness readiness_;
     std::unique_ptr<cache::Cache> cache_;
     // DNS over TLS: one context for every worker (a reload may add tls:// upstreams).
     std::unique_ptr<upstream::TlsClient> tls_;

@@ -38,6 +38,9 @@ Snapshot build_snapshot(const Config& config, std::vector<upstream::HostsEntry> 
         s.control.metrics_listen = parse_socket_address(config.metrics_listen, std::nullopt);
     }
     s.control.metrics_allow = config.metrics_allow;
+    if (!config.health_listen.empty()) {
+        s.control.health_listen = parse_socket_address(config.health_listen, std::nullopt);
+    }
     s.control.state_dir = config.state_dir;
     s.control.ttl_policy = s.settings->resolver.ttl;
     return s;

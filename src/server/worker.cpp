@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "common/readiness.h"
+
 namespace nscache::server {
 
 Worker::Worker(uint32_t index, ServerShared& shared, WorkerCounters& counters,
@@ -75,8 +77,16 @@ void Worker::start_listening() {
 
 void Worker::run() {
     start_listening();
+    loop_.refresh_now();
+    beat();
     loop_.run([this] { on_wake(); });
     tcp_.close_all();
+}
+
+// A timer of its own, so that an idle loop beats too; a wedged one stops (/health fails).
+void Worker::beat() {
+    set_level(counters_.heartbeat_ms, loop_.now_ms());
+    loop_.add_timer(loop_.now_ms() + kHeartbeatIntervalMs, [this] { beat(); });
 }
 
 void Worker::run_once(int max_wait_ms) {

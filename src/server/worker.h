@@ -33,7 +33,8 @@ class Worker final : public ReplySender {
 
     upstream::CompletionQueue& completion_queue() { return queue_; }
 
-    // The thread body: returns after request_stop().
+    // The thread body (its loop beats a heartbeat into `counters`): returns after
+    // request_stop().
     void run();
     void request_stop() { loop_.request_stop(); }
     // Before run(): the listening sockets are shared with the other workers (inherited), so
@@ -61,6 +62,8 @@ class Worker final : public ReplySender {
 
   private:
     void on_wake();
+    // The loop's heartbeat (common/readiness.h), then again in kHeartbeatIntervalMs: run() only.
+    void beat();
     void adopt_posted_settings();
     void accept_tcp(int fd, const sockaddr_storage& peer, socklen_t length);
     void start_drain();

@@ -175,6 +175,7 @@ bool Resolver::start(const Question& question, const ForwardRule& rule) {
         std::make_unique<UpstreamQuery>(*this, loop_, *rule.upstreams, counters_, question);
     // The query keeps the routing its set belongs to alive across a reload.
     query->keep_alive(routing_, rule.cache, shared_view(rule));
+    query->cap_ttls(rule.max_ttl, rule.negative_max_ttl);
     UpstreamQuery* raw = query.get();
     queries_.emplace(raw, std::move(query));
     raw->start();  // never finishes synchronously: failures wait for a timer

@@ -149,7 +149,8 @@ std::string shared_view_of(const ForwardZone& zone) {
 std::shared_ptr<const Routing> Routing::build(const Config& config, UpstreamRegistry& known,
                                               const std::vector<HostsEntry>& hosts) {
     auto routing = std::make_shared<Routing>();
-    auto set_of = [&known, &config](const std::vector<UpstreamAddress>& addresses) {
+    auto set_of = [&known, &config](const std::vector<UpstreamAddress>& addresses,
+                                    ForwardTransport transport = ForwardTransport::Udp) {
         // An address listed twice is one server: RFC 9520's per-server limit counts it once.
         std::vector<std::shared_ptr<UpstreamServer>> servers;
         for (const auto& a : addresses) {
@@ -158,7 +159,9 @@ std::shared_ptr<const Routing> Routing::build(const Config& config, UpstreamRegi
                 servers.push_back(std::move(server));
             }
         }
-        return std::make_shared<UpstreamSet>(std::move(servers));
+        auto set = std::make_shared<UpstreamSet>(std::move(servers));
+        set->set_tcp_only(transport == ForwardTransport::Tcp);
+        return set;
     };
     // The default rule first: `upstream` (or resolv.conf's), unless a [[forward]] names ".".
     routing->rules_.push_back(ForwardRule{".", {"."}, set_of(config.upstreams), true, {}});
@@ -166,14 +169,18 @@ std::shared_ptr<const Routing> Routing::build(const Config& config, UpstreamRegi
         const bool is_default =
             std::find(zone.domains.begin(), zone.domains.end(), ".") != zone.domains.end();
         size_t index = 0;
+        ForwardRule rule{is_default ? "." : zone.domains.front(),
+                         zone.domains,
+                         set_of(zone.upstreams, zone.transport),
+                         zone.cache,
+                         is_default ? std::string() : shared_view_of(zone),
+                         zone.max_ttl,
+                         zone.negative_max_ttl};
         if (is_default) {
-            routing->rules_[0] =
-                ForwardRule{".", zone.domains, set_of(zone.upstreams), zone.cache, {}};
+            routing->rules_[0] = std::move(rule);
         } else {
             index = routing->rules_.size();
-            routing->rules_.push_back(ForwardRule{zone.domains.front(), zone.domains,
-                                                  set_of(zone.upstreams), zone.cache,
-                                                  shared_view_of(zone)});
+            routing->rules_.push_back(std::move(rule));
         }
         for (const std::string& domain : zone.domains) {
             if (domain != ".") routing->zones_[wire_of(domain)] = Zone{RouteKind::Forward, index};
@@ -262,6 +269,12 @@ std::string Routing::destination(const Zone& zone) const {
     if (zone.kind != RouteKind::Forward) return std::to_string(static_cast<int>(zone.kind));
     const ForwardRule& rule = rules_[zone.rule];
     std::string d = rule.cache ? "forward" : "forward no-cache";
+    // Lower caps: answers cached under the old ones may outlive them (a transport change
+    // keeps the answers, which are the same).
+    if (rule.max_ttl != kNoTtlCap) d += " max-ttl " + std::to_string(rule.max_ttl);
+    if (rule.negative_max_ttl != kNoTtlCap) {
+        d += " negative-max-ttl " + std::to_string(rule.negative_max_ttl);
+    }
     for (size_t i = 0; i < rule.upstreams->size(); ++i) {
         d += ' ';
         d += rule.upstreams->at(i).address.to_string();

@@ -34,6 +34,9 @@ struct ForwardRule {
     // otherwise its first domain and a digest of all its domains and servers, so that only
     // hosts sending the same domains to the same servers share its answers.
     std::string shared_view;
+    // Its own caps on cached TTLs (config's ForwardZone), over the global TtlPolicy.
+    uint32_t max_ttl = kNoTtlCap;
+    uint32_t negative_max_ttl = kNoTtlCap;
 };
 
 // A name nscache answers from local data: its records in wire form, ready to copy.

@@ -122,10 +122,29 @@ void UpstreamQuery::next_attempt() {
     send_attempt(upstream);
 }
 
+bool UpstreamQuery::stream_first(int upstream) const {
+    return upstreams_.tcp_only() || upstreams_.at(static_cast<size_t>(upstream)).tls;
+}
+
+void UpstreamQuery::send_tcp_attempt(int upstream) {
+    StreamConnection& tcp = owner_.streams().tcp(upstreams_.shared(static_cast<size_t>(upstream)));
+    // Silence counts as UDP silence does (send_stream's `main`): the next server is tried.
+    if (!send_stream(upstream, tcp, true)) {
+        bump(counters_.upstream_errors);
+        arm_timer(0);
+    }
+}
+
 void UpstreamQuery::send_attempt(int upstream) {
     tried_ |= uint64_t{1} << upstream;
     ++udp_sent_[upstream];
     UpstreamServer& server = upstreams_.at(static_cast<size_t>(upstream));
+    // transport = "tcp": each try is a query on the worker's kept-open connection to the
+    // server (a tls:// server keeps its TLS below).
+    if (upstreams_.tcp_only() && !server.tls) {
+        send_tcp_attempt(upstream);
+        return;
+    }
     if (server.tls) {
         StreamConnection* tls =
             owner_.streams().tls(upstreams_.shared(static_cast<size_t>(upstream)));
@@ -313,7 +332,7 @@ void UpstreamQuery::start_tcp(int upstream) {
 bool UpstreamQuery::start_tcp_after_timeouts() {
     uint64_t skip = 0;  // servers asked over TCP already, tls:// ones (a stream already)
     for (size_t i = 0; i < upstreams_.size() && i < 64; ++i) {
-        if (tcp_sent_[i] > 0 || upstreams_.at(i).tls) skip |= uint64_t{1} << i;
+        if (tcp_sent_[i] > 0 || stream_first(static_cast<int>(i))) skip |= uint64_t{1} << i;
     }
     // Issue 16 item 11: UDP lost three times in a row is more likely loss on the path than a
     // dead server (30% loss loses all three tries of one question in 37); TCP retransmits
@@ -415,7 +434,11 @@ void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, StreamConnection* st
         tls_scan.extended_rcode != static_cast<uint16_t>(dns::Rcode::FormErr)) {
         owner_.cookies().refuses_cookies(from.udp_address(), loop_.now_ms());
     }
-    auto prepared = cache::prepare_answer(msg, tls_scan, owner_.query_options().ttl);
+    cache::TtlPolicy ttl = owner_.query_options().ttl;
+    ttl.max_ttl = std::min(ttl.max_ttl, max_ttl_cap_);
+    ttl.negative_max_ttl = std::min(ttl.negative_max_ttl, negative_max_ttl_cap_);
+    ttl.min_ttl = std::min(ttl.min_ttl, ttl.max_ttl);  // a cap is a cap, whatever min-ttl says
+    auto prepared = cache::prepare_answer(msg, tls_scan, ttl);
     if (!prepared) {
         bump(counters_.upstream_errors);
         from.errors.fetch_add(1, std::memory_order_relaxed);

@@ -90,6 +90,12 @@ class UpstreamQuery final : public StreamConnection::Waiter {
         cacheable_ = cacheable;
         shared_view_ = shared_view;
     }
+    // The rule's own caps on what its answers are cached for (ForwardRule), applied over the
+    // Resolver's TtlPolicy as it is when the answer comes: the smaller wins.
+    void cap_ttls(uint32_t max_ttl, uint32_t negative_max_ttl) {
+        max_ttl_cap_ = max_ttl;
+        negative_max_ttl_cap_ = negative_max_ttl;
+    }
     std::string_view shared_view() const { return shared_view_; }
     bool cacheable() const { return cacheable_; }
     const void* set_owner() const { return set_owner_.get(); }
@@ -115,6 +121,10 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     void next_attempt();
     // The rest of an attempt, once `upstream` is chosen.
     void send_attempt(int upstream);
+    // The servers' main transport is a stream: tls://, or every server of a tcp-only set.
+    bool stream_first(int upstream) const;
+    // send_attempt's TCP for a tcp-only set (its attempts count as UDP ones do).
+    void send_tcp_attempt(int upstream);
     // What the COOKIE option of `msg` (scanned into tls_scan) says of it.
     CookieVerdict check_cookie(dns::Bytes msg, const SocketAddress& from,
                                const UdpAttempt& attempt);
@@ -174,6 +184,8 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     std::shared_ptr<const void> set_owner_;
     std::string_view shared_view_;
     bool cacheable_ = true;
+    uint32_t max_ttl_cap_ = kNoTtlCap;
+    uint32_t negative_max_ttl_cap_ = kNoTtlCap;
     uint64_t deadline_ms_ = 0;
     EventLoop::TimerHandle timer_ = EventLoop::kNoTimer;
 

@@ -92,12 +92,18 @@ class UpstreamSet {
     void record_answer(size_t i, uint32_t rtt_us, uint64_t now_ms);
     void record_timeout(size_t i, uint64_t now_ms);
 
+    // A [[forward]] rule with transport = "tcp": its plain servers are asked over TCP only
+    // (set once, before the set is shared).
+    void set_tcp_only(bool tcp_only) { tcp_only_ = tcp_only; }
+    bool tcp_only() const { return tcp_only_; }
+
     UpstreamSetCounters& counters() { return counters_; }
     const UpstreamSetCounters& counters() const { return counters_; }
 
   private:
     UpstreamSetCounters counters_;
     std::vector<std::shared_ptr<UpstreamServer>> servers_;
+    bool tcp_only_ = false;
 };
 
 }  // namespace nscache::upstream

@@ -26,8 +26,12 @@ int inet_socket(int type, bool bind_it, bool listen_it) {
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind_it) EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    if (listen_it) EXPECT_EQ(listen(fd, 4), 0);
+    if (bind_it) {
+        EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    }
+    if (listen_it) {
+        EXPECT_EQ(listen(fd, 4), 0);
+    }
     return fd;
 }
 

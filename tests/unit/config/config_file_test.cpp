@@ -366,5 +366,57 @@ TEST(SetConfigKey, SetsTheValueAsTheFileWould) {
     EXPECT_FALSE(set_config_key(c, "upstream", TextAs::List, too_many));
 }
 
+TEST(ConfigText, ForwardTransportAndTtlCaps) {
+    Config c;
+    auto err = load_config_text(
+        "[[forward]]\ndomains = [\"cluster.local\"]\nupstreams = [\"10.96.0.10\"]\n"
+        "transport = \"tcp\"\nmax-ttl = 30\nnegative-max-ttl = 5\n"
+        "[[forward]]\ndomains = [\"corp.example\"]\nupstreams = [\"10.0.0.1\"]\n",
+        "t.toml", c);
+    ASSERT_FALSE(err) << err->message;
+    ASSERT_EQ(c.forwards.size(), 2u);
+    EXPECT_EQ(c.forwards[0].transport, ForwardTransport::Tcp);
+    EXPECT_EQ(c.forwards[0].max_ttl, 30u);
+    EXPECT_EQ(c.forwards[0].negative_max_ttl, 5u);
+    // Defaults: UDP, and no caps of its own.
+    EXPECT_EQ(c.forwards[1].transport, ForwardTransport::Udp);
+    EXPECT_EQ(c.forwards[1].max_ttl, kNoTtlCap);
+    EXPECT_EQ(c.forwards[1].negative_max_ttl, kNoTtlCap);
+}
+
+TEST(ConfigText, BadForwardTransportAndTtlCapsSayWhatWasExpected) {
+    const std::pair<const char*, const char*> cases[] = {
+        {"transport = \"quic\"", ":4: forward.transport: expected \"udp\" or \"tcp\""},
+        {"transport = true", ":4: forward.transport: expected \"udp\" or \"tcp\""},
+        {"max-ttl = -1", ":4: forward.max-ttl: expected a whole number from 0 to 2147483647"},
+        {"max-ttl = 2147483648", "forward.max-ttl: expected a whole number from 0 to 2147483647"},
+        {"negative-max-ttl = \"1h\"", "forward.negative-max-ttl: expected a whole number"},
+        {"max_ttl = 3", ":4: forward: unknown key 'max_ttl'"},
+    };
+    for (const auto& [line, message] : cases) {
+        Config c;
+        const std::string text = std::string("[[forward]]\ndomains = [\"a.test\"]\n") +
+                                 "upstreams = [\"10.0.0.1\"]\n" + line + "\n";
+        auto err = load_config_text(text, "t.toml", c);
+        ASSERT_TRUE(err) << line;
+        EXPECT_NE(err->message.find(message), std::string::npos) << err->message;
+    }
+}
+
+TEST(ConfigText, HealthListen) {
+    Config c;
+    ASSERT_FALSE(load_config_text("health-listen = \"169.254.20.10:8080\"\n", "t.toml", c));
+    EXPECT_EQ(c.health_listen, "169.254.20.10:8080");
+    auto err = load_config_text("health-listen = \"169.254.20.10\"\n", "t.toml", c);
+    ASSERT_TRUE(err);
+    EXPECT_NE(err->message.find(
+                  "t.toml:1: health-listen: bad address '169.254.20.10' (expected ADDR:PORT)"),
+              std::string::npos)
+        << err->message;
+    err = load_config_text("health-listen = 8080\n", "t.toml", c);
+    ASSERT_TRUE(err);
+    EXPECT_NE(err->message.find("health-listen: expected a string"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace nscache

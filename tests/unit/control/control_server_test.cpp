@@ -2,6 +2,7 @@
 #include "control/control_server.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -140,6 +141,85 @@ TEST_F(ControlServerTest, DumpAndLoadStayInTheStateFolder) {
     EXPECT_EQ(server_->execute("load x.dump"),
               "ok\nloaded 0 entries from " + folder_ + "/x.dump\n");
     unlink((folder_ + "/x.dump").c_str());
+}
+
+// A loopback TCP port free now (bound, read, closed), for an HTTP endpoint.
+uint16_t free_tcp_port() {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    socklen_t len = sizeof a;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+// The whole answer to `request` sent to 127.0.0.1:`port`.
+std::string http(uint16_t port, const std::string& request) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    timeval tv{10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const ssize_t sent = send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+    (void)sent;
+    std::string text;
+    char buf[4096];
+    ssize_t n;
+    while ((n = recv(fd, buf, sizeof buf, 0)) > 0) text.append(buf, static_cast<size_t>(n));
+    close(fd);
+    return text;
+}
+
+std::string status_line(const std::string& reply) {
+    return reply.substr(0, reply.find("\r\n"));
+}
+
+// /ready follows the Readiness through starting, ready and draining; /health stays 200.
+TEST_F(ControlServerTest, HealthEndpointFollowsReadiness) {
+    const uint16_t port = free_tcp_port();
+    Readiness readiness;
+    options_.health_listen = parse_socket_address("127.0.0.1:" + std::to_string(port), {});
+    options_.health = HealthSources{&readiness, {}};
+    start();
+    const std::string get_ready = "GET /ready HTTP/1.1\r\nHost: x\r\n\r\n";
+    std::string reply = http(port, get_ready);
+    EXPECT_EQ(status_line(reply), "HTTP/1.0 503 Service Unavailable");
+    EXPECT_NE(reply.find("\r\n\r\nstarting\n"), std::string::npos) << reply;
+    EXPECT_EQ(status_line(http(port, "GET /health HTTP/1.0\r\n\r\n")), "HTTP/1.0 200 OK");
+    readiness.set_ready();
+    EXPECT_EQ(status_line(http(port, get_ready)), "HTTP/1.0 200 OK");
+    readiness.set_draining();
+    reply = http(port, get_ready);
+    EXPECT_EQ(status_line(reply), "HTTP/1.0 503 Service Unavailable");
+    EXPECT_NE(reply.find("draining"), std::string::npos);
+    EXPECT_EQ(status_line(http(port, "HEAD /health HTTP/1.0\r\n\r\n")), "HTTP/1.0 200 OK");
+    EXPECT_EQ(status_line(http(port, "GET /metrics HTTP/1.0\r\n\r\n")), "HTTP/1.0 404 Not Found");
+    EXPECT_EQ(status_line(http(port, "POST /ready HTTP/1.0\r\n\r\n")),
+              "HTTP/1.0 405 Method Not Allowed");
+    // A head that never ends within the bound.
+    EXPECT_EQ(status_line(http(port, "GET /ready HTTP/1.0\r\nX: " +
+                                         std::string(ControlConnection::kMaxRequest, 'a'))),
+              "HTTP/1.0 431 Request Header Fields Too Large");
+}
+
+// One socket for both when health-listen is metrics-listen; metrics-allow then applies.
+TEST_F(ControlServerTest, HealthOnTheMetricsAddress) {
+    const uint16_t port = free_tcp_port();
+    Readiness readiness;
+    readiness.set_ready();
+    const auto address = parse_socket_address("127.0.0.1:" + std::to_string(port), {});
+    options_.metrics_listen = address;
+    options_.health_listen = address;
+    options_.health = HealthSources{&readiness, {}};
+    start();
+    EXPECT_EQ(status_line(http(port, "GET /ready HTTP/1.0\r\n\r\n")), "HTTP/1.0 200 OK");
+    EXPECT_EQ(status_line(http(port, "GET /metrics HTTP/1.0\r\n\r\n")), "HTTP/1.0 200 OK");
 }
 
 }  // namespace

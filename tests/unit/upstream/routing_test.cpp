@@ -109,5 +109,34 @@ TEST(Routing, LocalNamesAndTheirReverseNames) {
     EXPECT_EQ(r->route(wire("nas.lan").view()).kind, RouteKind::LocalName);
 }
 
+// A rule's transport and TTL caps reach its set and rule; a lower cap moves its domains (what
+// they cached under the old cap is flushed on reload), a transport change alone does not.
+TEST(Routing, RuleTransportAndTtlCaps) {
+    Config c = base();
+    ForwardZone cluster = zone({"cluster.local."}, "10.96.0.10");
+    cluster.transport = ForwardTransport::Tcp;
+    cluster.max_ttl = 30;
+    cluster.negative_max_ttl = 5;
+    c.forwards = {cluster};
+    UpstreamRegistry known;
+    auto r = Routing::build(c, known);
+    const Route route = r->route(wire("kube-dns.kube-system.svc.cluster.local").view());
+    ASSERT_EQ(route.kind, RouteKind::Forward);
+    EXPECT_TRUE(route.rule->upstreams->tcp_only());
+    EXPECT_EQ(route.rule->max_ttl, 30u);
+    EXPECT_EQ(route.rule->negative_max_ttl, 5u);
+    const Route other = r->route(wire("example.com").view());
+    EXPECT_FALSE(other.rule->upstreams->tcp_only());
+    EXPECT_EQ(other.rule->max_ttl, kNoTtlCap);
+
+    c.forwards[0].transport = ForwardTransport::Udp;
+    auto udp = Routing::build(c, known);
+    EXPECT_FALSE(udp->route(wire("a.cluster.local").view()).rule->upstreams->tcp_only());
+    EXPECT_TRUE(udp->moved_domains(*r).empty());
+    c.forwards[0].max_ttl = 10;
+    auto lower = Routing::build(c, known);
+    EXPECT_EQ(lower->moved_domains(*udp).size(), 1u);
+}
+
 }  // namespace
 }  // namespace nscache::upstream

@@ -253,5 +253,101 @@ TEST(UpstreamQuery, OneFormerrDoesNotTurnCookiesOff) {
     EXPECT_EQ(next->msg.size(), with_cookie);
 }
 
+// The default rule's own options (the harness fills in its domain and servers).
+ForwardZone rule_options(ForwardTransport transport, uint32_t max_ttl = kNoTtlCap,
+                         uint32_t negative_max_ttl = kNoTtlCap) {
+    ForwardZone z;
+    z.transport = transport;
+    z.max_ttl = max_ttl;
+    z.negative_max_ttl = negative_max_ttl;
+    return z;
+}
+
+// transport = "tcp": the question goes out on a TCP connection and never over UDP, and the
+// next question is pipelined on the same connection.
+TEST(UpstreamQuery, TcpRuleAsksOverTcpOnlyAndKeepsTheConnection) {
+    ResolverHarness h({}, 1, rule_options(ForwardTransport::Tcp));
+    ASSERT_TRUE(h.upstreams.tcp_only());
+    ASSERT_TRUE(h.resolver.resolve(ResolverHarness::question("one.example.test"), 1));
+    int conn = -1;
+    ASSERT_TRUE(h.run_until([&] { return (conn = h.fake().accept_tcp()) >= 0; }));
+    std::vector<uint8_t> query = read_framed_query(h, conn);
+    ASSERT_FALSE(query.empty());
+    ASSERT_TRUE(send_framed(conn, answer_to(query, 0, 1, a_record(300, 1))));
+    ASSERT_TRUE(h.run_until([&] { return h.sink.deliveries.size() == 1; }));
+    ASSERT_TRUE(h.sink.deliveries[0].outcome.answer);
+
+    ASSERT_TRUE(h.resolver.resolve(ResolverHarness::question("two.example.test"), 2));
+    query = read_framed_query(h, conn);
+    ASSERT_FALSE(query.empty()) << "the second question came on the same connection";
+    ASSERT_TRUE(send_framed(conn, answer_to(query, 0, 1, a_record(300, 2))));
+    ASSERT_TRUE(h.run_until([&] { return h.sink.deliveries.size() == 2; }));
+    EXPECT_FALSE(h.fake().take_udp().has_value());
+    EXPECT_LT(h.fake().accept_tcp(), 0);  // no second connection
+    EXPECT_EQ(h.counters.upstream_queries.load(), 2u);
+    EXPECT_EQ(h.counters.upstream_tcp_retries.load(), 0u);
+    close(conn);
+}
+
+// A tcp-only server that accepts and never answers is a timeout like a silent UDP one: the
+// next server is asked (over TCP too), and the first is charged with the timeout.
+TEST(UpstreamQuery, TcpRuleMovesOnFromASilentServer) {
+    ResolverHarness h({}, 2, rule_options(ForwardTransport::Tcp));
+    ASSERT_TRUE(h.resolver.resolve(ResolverHarness::question("slow.example.test"), 1));
+    int first = -1, second = -1;
+    ASSERT_TRUE(h.run_until([&] {
+        if (first < 0) first = h.fake(0).accept_tcp();
+        if (second < 0) second = h.fake(1).accept_tcp();
+        return first >= 0 && second >= 0;
+    }));
+    // Whichever was asked second answers.
+    std::vector<uint8_t> query = read_framed_query(h, second);
+    int answering = second;
+    if (query.empty()) {
+        query = read_framed_query(h, first);
+        answering = first;
+    }
+    ASSERT_FALSE(query.empty());
+    ASSERT_TRUE(send_framed(answering, answer_to(query, 0, 1, a_record(300, 3))));
+    ASSERT_TRUE(h.run_until([&] { return !h.sink.deliveries.empty(); }));
+    ASSERT_TRUE(h.sink.deliveries[0].outcome.answer);
+    EXPECT_FALSE(h.fake(0).take_udp().has_value());
+    EXPECT_FALSE(h.fake(1).take_udp().has_value());
+    EXPECT_GE(h.counters.upstream_timeouts.load(), 1u);
+    close(first);
+    close(second);
+}
+
+// The rule's caps over the global TtlPolicy: the smaller wins, for answers and negative ones.
+TEST(UpstreamQuery, RuleTtlCapsApplyOverTheGlobalOnes) {
+    ResolverOptions options;
+    options.ttl = cache::TtlPolicy{.min_ttl = 60, .max_ttl = 3600, .negative_max_ttl = 20};
+    ResolverHarness h(options, 1, rule_options(ForwardTransport::Udp, 30, 600));
+    ASSERT_TRUE(h.resolver.resolve(ResolverHarness::question("capped.example.test"), 1));
+    std::optional<testing::ManualUpstream::Received> q;
+    ASSERT_TRUE(h.run_until([&] { return (q = h.fake().take_udp()).has_value(); }));
+    h.fake().reply_udp(*q, answer_to(q->msg, 0, 1, a_record(300, 4)));
+    ASSERT_TRUE(h.run_until([&] { return !h.sink.deliveries.empty(); }));
+    const auto& answer = h.sink.deliveries[0].outcome.answer;
+    ASSERT_TRUE(answer);
+    // The rule's 30 under the global 3600, and under min-ttl 60 too: a cap is a cap.
+    EXPECT_EQ(answer->ttl, 30u);
+    EXPECT_EQ(dns::read_u32(answer->records.data() + answer->ttl_offsets[0]), 30u);
+    EXPECT_EQ(h.counters.upstream_queries.load(), 1u);
+}
+
+TEST(UpstreamQuery, GlobalTtlCapWinsWhenSmallerThanTheRules) {
+    ResolverOptions options;
+    options.ttl = cache::TtlPolicy{.max_ttl = 10};
+    ResolverHarness h(options, 1, rule_options(ForwardTransport::Udp, 30));
+    ASSERT_TRUE(h.resolver.resolve(ResolverHarness::question("global.example.test"), 1));
+    std::optional<testing::ManualUpstream::Received> q;
+    ASSERT_TRUE(h.run_until([&] { return (q = h.fake().take_udp()).has_value(); }));
+    h.fake().reply_udp(*q, answer_to(q->msg, 0, 1, a_record(300, 5)));
+    ASSERT_TRUE(h.run_until([&] { return !h.sink.deliveries.empty(); }));
+    ASSERT_TRUE(h.sink.deliveries[0].outcome.answer);
+    EXPECT_EQ(h.sink.deliveries[0].outcome.answer->ttl, 10u);
+}
+
 }  // namespace
 }  // namespace nscache::upstream

@@ -125,17 +125,25 @@ struct RecordingSink final : CompletionSink {
 };
 
 struct ResolverHarness {
-    explicit ResolverHarness(ResolverOptions options = {}, size_t upstream_count = 1)
+    // `default_rule`: the "." rule's own options (transport, TTL caps); its domains and
+    // upstreams are filled in here.
+    explicit ResolverHarness(ResolverOptions options = {}, size_t upstream_count = 1,
+                             std::optional<ForwardZone> default_rule = std::nullopt)
         : cache(cache::CacheConfig{.budget_bytes = size_t{1} << 20}),
           fakes(make_fakes(upstream_count)),
-          routing(make_routing()),
+          routing(make_routing(std::move(default_rule))),
           queue(loop),
           shared{options, cache, {}, {&queue}},
           resolver(0, loop, shared, sink, counters, routing) {}
 
-    std::shared_ptr<const Routing> make_routing() {
+    std::shared_ptr<const Routing> make_routing(std::optional<ForwardZone> default_rule = {}) {
         Config c;
         for (const auto& a : addresses()) c.upstreams.push_back(a);
+        if (default_rule) {
+            default_rule->domains = {"."};
+            default_rule->upstreams = c.upstreams;
+            c.forwards.push_back(*default_rule);
+        }
         c.forward_private_zones = true;  // the tests ask .test names only
         return Routing::build(c, registry);
     }
