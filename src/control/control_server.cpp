@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "control/control_server.h"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -51,12 +52,12 @@ ControlServer::~ControlServer() {
     metrics_listener_.reset();
     if (control_fd_ >= 0) {
         close(control_fd_);
-        unlink(options_.socket_path.c_str());
+        if (!keep_path_.load(std::memory_order_relaxed)) unlink(options_.socket_path.c_str());
     }
     if (metrics_fd_ >= 0) close(metrics_fd_);
 }
 
-Result<void> ControlServer::open(uid_t owner_uid) {
+Result<void> ControlServer::open(uid_t owner_uid, int control_fd, int metrics_fd) {
     access_.owner_uid = owner_uid;
     if (!options_.group.empty()) {
         const group* g = getgrnam(options_.group.c_str());
@@ -64,9 +65,20 @@ Result<void> ControlServer::open(uid_t owner_uid) {
         access_.group = g->gr_gid;
     }
     std::string error;
-    control_fd_ = bind_control_socket(options_.socket_path, owner_uid, access_.group, error);
-    if (control_fd_ < 0) return Error{error};
-    if (options_.metrics_listen) {
+    if (control_fd >= 0) {
+        // The running instance's socket, at the same path: it stays there when either ends.
+        control_fd_ = control_fd;
+        keep_path_.store(true, std::memory_order_relaxed);
+    } else {
+        control_fd_ = bind_control_socket(options_.socket_path, owner_uid, access_.group, error);
+        if (control_fd_ < 0) return Error{error};
+    }
+    if (metrics_fd >= 0 && options_.metrics_listen) {
+        metrics_fd_ = metrics_fd;
+        log_info("metrics on http://%s/metrics (taken over)",
+                 options_.metrics_listen->to_string().c_str());
+    } else if (options_.metrics_listen) {
+        if (metrics_fd >= 0) close(metrics_fd);
         metrics_fd_ = bind_metrics_socket(*options_.metrics_listen, error);
         if (metrics_fd_ < 0) return Error{error};
         log_info("metrics on http://%s/metrics", options_.metrics_listen->to_string().c_str());
@@ -136,6 +148,33 @@ void ControlServer::stop() {
     // The loop has stopped: its connections are closed here, whatever state they were in.
     connections_.clear();
     clients_[0] = clients_[1] = 0;
+}
+
+int ControlServer::dup_control_fd() const {
+    return control_fd_ >= 0 ? fcntl(control_fd_, F_DUPFD_CLOEXEC, 0) : -1;
+}
+
+int ControlServer::dup_metrics_fd() const {
+    return metrics_fd_ >= 0 ? fcntl(metrics_fd_, F_DUPFD_CLOEXEC, 0) : -1;
+}
+
+bool ControlServer::wants_socket(ConnectionKind kind, const std::string& request) {
+    return kind == ConnectionKind::Control && request == "takeover";
+}
+
+void ControlServer::adopt_socket(const std::string&, int fd) {
+    if (drained_ || takeover_) {
+        const char* text = drained_ ? "error: this instance is draining\n"
+                                    : "error: a takeover is already in progress\n";
+        send_and_close(fd, text);
+        return;
+    }
+    takeover_ = std::make_unique<TakeoverSession>(loop_, fd, access_, options_.takeover, [this] {
+        drained_ = drained_ || takeover_->drained();
+        // Destroyed once the current event is done with it.
+        loop_.add_timer(loop_.now_ms(), [this] { takeover_.reset(); });
+    });
+    takeover_->start();
 }
 
 void ControlServer::accept_control(int fd) {

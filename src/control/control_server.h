@@ -12,6 +12,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -31,6 +32,7 @@
 #include "control/control_connection.h"
 #include "control/peer_access.h"
 #include "control/stats.h"
+#include "control/takeover_session.h"
 
 namespace nscache::control {
 
@@ -46,6 +48,8 @@ struct ControlOptions {
     // `reload`: re-reads the configuration (on the main thread) and returns the reply text
     // ("ok\n..." or "error: FILE:LINE: ...\n"). Null: the command is refused.
     std::function<std::string()> reload;
+    // `takeover` (nscache serve --takeover): what to hand over and how to drain afterwards.
+    TakeoverHooks takeover;
     // From accept to the last byte of the answer; a slower client is closed.
     uint32_t client_deadline_ms = 5000;
     // Clients served at once per socket; more are turned away.
@@ -67,8 +71,16 @@ class ControlServer final : private ConnectionOwner {
     ControlServer(const ControlServer&) = delete;
     ControlServer& operator=(const ControlServer&) = delete;
 
-    // Binds the sockets (before privileges are dropped).
-    Result<void> open(uid_t owner_uid);
+    // Binds the sockets (before privileges are dropped). A takeover hands over the running
+    // instance's sockets: `control_fd` and `metrics_fd` (>= 0) are served instead of binding,
+    // and the socket's path is not unlinked at the end (another instance may serve it).
+    Result<void> open(uid_t owner_uid, int control_fd = -1, int metrics_fd = -1);
+    // Duplicates of the listening sockets, for a takeover offer (any thread; -1 when none).
+    int dup_control_fd() const;
+    int dup_metrics_fd() const;
+    // Whether the path is unlinked at destruction: not while another instance serves the same
+    // socket (any thread, before destruction).
+    void keep_socket_path(bool keep) { keep_path_.store(keep, std::memory_order_relaxed); }
     void start();
     // Returns at once whatever clients are doing (a command already running finishes first);
     // open connections are closed.
@@ -84,6 +96,8 @@ class ControlServer final : private ConnectionOwner {
   private:
     std::string answer(ConnectionKind kind, const std::string& request) override;
     void closed(uint64_t id) override;
+    bool wants_socket(ConnectionKind kind, const std::string& request) override;
+    void adopt_socket(const std::string& request, int fd) override;
     void accept_control(int fd);
     void accept_metrics(int fd, const sockaddr_storage& peer);
     void adopt(ConnectionKind kind, int fd);
@@ -98,6 +112,7 @@ class ControlServer final : private ConnectionOwner {
     ControlAccess access_;
     int control_fd_ = -1;
     int metrics_fd_ = -1;
+    std::atomic<bool> keep_path_{false};
     // Declared before what registers with it: destroyed after them.
     EventLoop loop_;
     Mailbox<ControlLiveOptions> live_pending_{loop_};  // from post_live_options()
@@ -105,6 +120,9 @@ class ControlServer final : private ConnectionOwner {
     std::unique_ptr<Listener> metrics_listener_;
     SlotTable<std::unique_ptr<ControlConnection>> connections_;
     size_t clients_[2] = {0, 0};  // open connections by ConnectionKind
+    // At most one takeover at a time; once one has drained, later ones are refused.
+    std::unique_ptr<TakeoverSession> takeover_;
+    bool drained_ = false;
     std::thread thread_;
 };
 

@@ -2,12 +2,14 @@
 #include "daemon/daemon.h"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <span>
 #include <string>
 #include <utility>
@@ -52,13 +54,20 @@ void give_state_dir(const std::string& state_dir, const UserIds& user) {
     if (fd >= 0) close(fd);
 }
 
-// A front's socket folder, then the front's own open().
+// A front's socket folder, then the front's own open() (a socket handed over: served as is).
 template <typename Front>
-Result<void> open_front(Front& front, const std::string& socket_path) {
-    if (!make_parent_folder(socket_path)) {
+Result<void> open_front(Front& front, const std::string& socket_path, int inherited_fd) {
+    if (inherited_fd < 0 && !make_parent_folder(socket_path)) {
         return Error{"cannot create the folder of " + socket_path};
     }
-    return front.open();
+    return front.open(inherited_fd);
+}
+
+SocketAddress local_address(int fd) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return SocketAddress{};
+    return SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&ss), len);
 }
 
 }  // namespace
@@ -83,8 +92,25 @@ Daemon::~Daemon() {
     if (!sockets_given_) sockets_.close_all();
 }
 
+Result<void> Daemon::take_over() {
+    auto handover = std::make_unique<Handover>();
+    Result<bool> got = handover->request(config_.control);
+    if (!got) return Error{got.error()};
+    if (!*got) {
+        log_info("--takeover: no instance answers on %s: starting as a first instance",
+                 config_.control.c_str());
+        return {};
+    }
+    log_info("--takeover: received the running instance's sockets and cache");
+    handover_ = std::move(handover);
+    return {};
+}
+
 Result<void> Daemon::acquire_lock() {
-    if (auto locked = runtime_lock_.acquire(runtime_paths(config_)); !locked) return locked;
+    std::map<std::string, int>* inherited = handover_ ? &handover_->locks() : nullptr;
+    if (auto locked = runtime_lock_.acquire(runtime_paths(config_), inherited); !locked) {
+        return locked;
+    }
     return {};
 }
 
@@ -117,6 +143,10 @@ void Daemon::build_settings() {
 }
 
 Result<void> Daemon::open_sockets() {
+    if (handover_) {
+        return server::adopt_listen_sockets(config_, config_.threads, handover_->take_all("dns-udp"),
+                                            handover_->take_all("dns-tcp"), sockets_);
+    }
     return server::open_listen_sockets(config_, config_.threads, sockets_);
 }
 
@@ -154,11 +184,16 @@ Result<void> Daemon::open_fronts() {
         nss_ = std::make_unique<nssd::NssServer>(*host_front_, o);
     }
     // Each front's socket folder, then the socket (NSS first, as before).
+    auto handed = [this](const char* name) { return handover_ ? handover_->take(name) : -1; };
     if (nss_) {
-        if (auto opened = open_front(*nss_, config_.nss_socket); !opened) return opened;
+        if (auto opened = open_front(*nss_, config_.nss_socket, handed("nss")); !opened) {
+            return opened;
+        }
     }
     if (nscd_) {
-        if (auto opened = open_front(*nscd_, config_.nscd_socket); !opened) return opened;
+        if (auto opened = open_front(*nscd_, config_.nscd_socket, handed("nscd")); !opened) {
+            return opened;
+        }
     }
     return {};
 }
@@ -171,7 +206,10 @@ Result<void> Daemon::open_control() {
                                     .state_dir = control_.state_dir,
                                     .ttl_policy = control_.ttl_policy,
                                     .after_flush = nullptr,
-                                    .reload = [this] { return supervisor_->request_reload(); }};
+                                    .reload = [this] { return supervisor_->request_reload(); },
+                                    .takeover = {}};
+    options.takeover.offer = [this] { return takeover_offer(); };
+    options.takeover.drain = [this] { drain_for_takeover(); };
     // A flush forgets published NSS answers and cached resolution failures too.
     options.after_flush = [this] {
         if (nss_) nss_->invalidate_map();
@@ -183,13 +221,28 @@ Result<void> Daemon::open_control() {
         control::StatsSources{std::span<const WorkerCounters>(counters_.get(), config_.threads + 2),
                               cache_.get(), [this] { return supervisor_->upstream_groups(); },
                               started_ms_, &resolver_shared_->tier_health});
-    if (auto opened = control_server_->open(user_ ? user_->uid : geteuid()); !opened) return opened;
+    int control_fd = -1;
+    int metrics_fd = -1;
+    if (handover_) {
+        control_fd = handover_->take("control");
+        metrics_fd = handover_->take("metrics");
+        // Served only if it is the endpoint configured now.
+        if (metrics_fd >= 0 &&
+            (!control_.metrics_listen || !(local_address(metrics_fd) == *control_.metrics_listen))) {
+            close(metrics_fd);
+            metrics_fd = -1;
+        }
+    }
+    const uid_t owner = user_ ? user_->uid : geteuid();
+    if (auto opened = control_server_->open(owner, control_fd, metrics_fd); !opened) return opened;
     return {};
 }
 
 void Daemon::load_cache_file() {
     const std::string& path = config_.cache_file;
-    if (!path.empty() && access(path.c_str(), F_OK) == 0) {
+    // The running instance's cache is newer than any file it saved.
+    if (load_handed_cache()) {
+    } else if (!path.empty() && access(path.c_str(), F_OK) == 0) {
         const Result<uint64_t> loaded =
             cache::load_cache(*cache_, path, settings_->resolver.ttl, monotonic_ms(), wall_ms());
         if (loaded) {
@@ -255,9 +308,26 @@ void Daemon::announce_ready() {
     sd_notify("READY=1");
 }
 
+void Daemon::finish_takeover() {
+    if (!handover_) return;
+    const Result<void> confirmed = handover_->confirm_ready();
+    handover_.reset();  // what no step served is closed
+    if (!confirmed) {
+        log_warning("takeover: %s; serving beside it", confirmed.error().c_str());
+        return;
+    }
+    log_info("takeover: the previous instance drains; its sockets are served here");
+    // The previous instance keeps the paths at its exit; from now on they are ours.
+    control_server_->keep_socket_path(false);
+    if (nss_) nss_->request_socket().keep_path(false);
+    if (nscd_) nscd_->request_socket().keep_path(false);
+}
+
 void Daemon::run() {
     const int signal_number = supervisor_->run();
-    log_info("shutting down (%s)", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+    log_info("shutting down (%s)", supervisor_->stopped_by_request() ? "taken over"
+                                   : signal_number == SIGINT     ? "SIGINT"
+                                                                 : "SIGTERM");
     sd_notify("STOPPING=1");
 }
 

@@ -30,6 +30,7 @@
 #include "control/control_server.h"
 #include "daemon/privileges.h"
 #include "daemon/supervisor.h"
+#include "daemon/takeover.h"
 #include "front/host_front.h"
 #include "nscd/nscd_server.h"
 #include "nssd/nss_server.h"
@@ -54,7 +55,11 @@ class Daemon {
     Daemon(const Daemon&) = delete;
     Daemon& operator=(const Daemon&) = delete;
 
-    // A second instance with the same runtime paths must touch nothing of the first.
+    // --takeover, first of all: the running instance's descriptors (takeover.h), which the
+    // steps below serve instead of binding. None running there: start as without the flag.
+    Result<void> take_over();
+    // A second instance with the same runtime paths must touch nothing of the first (a
+    // takeover holds the lock files it was handed: the lock passes without a gap).
     Result<void> acquire_lock();
     // The cache and the TLS context (an error here is a configuration error: exit 2).
     Result<void> build_state();
@@ -76,6 +81,8 @@ class Daemon {
     void start_threads();
     // The start-up summary, "ready", the configured log level, READY=1.
     void announce_ready();
+    // After announce_ready(), with --takeover: the running instance is told to drain.
+    void finish_takeover();
     // The supervisor's loop until SIGTERM or SIGINT, then "shutting down" and STOPPING=1.
     void run();
     // The host front first (nscd, whose clients drop the map at once, then NSS: both stop
@@ -85,9 +92,16 @@ class Daemon {
     void save_cache_file();
 
   private:
+    // The control thread's side of a takeover by another instance (takeover_offer.cpp).
+    Result<std::vector<control::NamedFd>> takeover_offer();
+    void drain_for_takeover();
+    // The cache a running instance handed over, into the cache: true if loaded.
+    bool load_handed_cache();
+
     const ConfigSource& source_;
     const Config& config_;
 
+    std::unique_ptr<Handover> handover_;  // --takeover, until finish_takeover()
     RuntimeLock runtime_lock_;
     uint64_t started_ms_ = 0;
     std::unique_ptr<cache::Cache> cache_;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "front/request_socket.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -22,8 +23,17 @@ RequestSocket::~RequestSocket() {
     connections_.clear();
     if (fd_ >= 0) {
         close(fd_);
-        unlink(options_.path.c_str());
+        if (!keep_path_.load(std::memory_order_relaxed)) unlink(options_.path.c_str());
     }
+}
+
+void RequestSocket::adopt(int fd) {
+    fd_ = fd;
+    keep_path_.store(true, std::memory_order_relaxed);
+}
+
+int RequestSocket::dup_fd() const {
+    return fd_ >= 0 ? fcntl(fd_, F_DUPFD_CLOEXEC, 0) : -1;
 }
 
 Result<void> RequestSocket::bind() {

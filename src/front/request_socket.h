@@ -8,9 +8,11 @@
 // Guarantees
 // - The socket's mode comes from the umask at bind(), never from chmod() by path (which root
 //   would follow through a symlink planted in a folder another user owns).
-// - The path is unlinked at destruction only if this object bound it.
+// - The path is unlinked at destruction only if this object bound it (or adopted it and was
+//   told the other instance is gone).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -41,6 +43,13 @@ class RequestSocket {
     // Replaces whatever is at the path with a 0666 socket, bound but not listening yet (a
     // client that connects now is refused and falls back at once).
     Result<void> bind();
+    // Serves `fd`, a socket another instance bound at the same path and hands over (it may
+    // listen already); the path is then kept at destruction until keep_path(false).
+    void adopt(int fd);
+    // Whether destruction leaves the path alone (another instance serves the same socket).
+    void keep_path(bool keep) { keep_path_.store(keep, std::memory_order_relaxed); }
+    // A duplicate of the socket for a takeover offer, or -1 (any thread).
+    int dup_fd() const;
     // Connections wait in a backlog of `backlog` from here on, until start().
     Result<void> listen(int backlog);
     // Accepts on the loop (call before the loop's thread runs, or on it).
@@ -56,6 +65,7 @@ class RequestSocket {
     EventLoop& loop_;
     RequestSocketOptions options_;
     int fd_ = -1;
+    std::atomic<bool> keep_path_{false};
     std::unique_ptr<Listener> listener_;  // from start()
     RequestConnections connections_;
 };

@@ -74,7 +74,14 @@ NscdServer::~NscdServer() {
     socket_.close_clients();
 }
 
-Result<void> NscdServer::open() {
+Result<void> NscdServer::open(int inherited_fd) {
+    if (inherited_fd >= 0) {
+        socket_.adopt(inherited_fd);
+        if (auto error = map_.open(wall_s())) return Error{*error};
+        log_info("nscd socket %s taken over (other databases: %s)", options_.socket_path.c_str(),
+                 options_.proxy_other_databases ? "proxied through NSS" : "declined");
+        return {};
+    }
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (options_.socket_path.size() >= sizeof addr.sun_path) {

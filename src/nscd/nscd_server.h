@@ -51,8 +51,11 @@ class NscdServer final : public front::Protocol {
 
     // As root, before the privilege drop: refuses a socket a live nscd (or nsncd, unscd)
     // answers on, binds the socket (not listening yet: the daemon's own initgroups() must
-    // not wait on it), creates the map.
-    Result<void> open();
+    // not wait on it), creates the map. `inherited_fd` >= 0: the socket a running nscache
+    // hands over (takeover) is served instead, with no probe and no bind.
+    Result<void> open(int inherited_fd = -1);
+    // The socket, for a takeover: its descriptor to hand over, whether its path is kept.
+    front::RequestSocket& request_socket() { return socket_; }
     // Any thread: after a cache flush, nothing published before it may be served.
     void invalidate_map();
     // Any thread: the front's thread switches to `settings` (its routing) at its next wake-up.

@@ -39,8 +39,12 @@ NssServer::~NssServer() {
     map_.close();
 }
 
-Result<void> NssServer::open() {
-    if (auto bound = socket_.bind(); !bound) return bound;
+Result<void> NssServer::open(int inherited_fd) {
+    if (inherited_fd >= 0) {
+        socket_.adopt(inherited_fd);
+    } else if (auto bound = socket_.bind(); !bound) {
+        return bound;
+    }
     if (auto listening = socket_.listen(256); !listening) return listening;
     if (auto error = map_.create()) return Error{*error};
     log_info("NSS socket %s", options_.socket_path.c_str());

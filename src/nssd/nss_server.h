@@ -39,8 +39,11 @@ class NssServer final : public front::Protocol {
     ~NssServer();
 
     // Binds and listens on the socket and creates the map (a sealed memfd handed out over the
-    // socket). Call at startup, before any thread runs: it sets the umask.
-    Result<void> open();
+    // socket). Call at startup, before any thread runs: it sets the umask. `inherited_fd` >= 0:
+    // the socket a running nscache hands over (takeover) is served instead of binding.
+    Result<void> open(int inherited_fd = -1);
+    // The socket, for a takeover: its descriptor to hand over, whether its path is kept.
+    front::RequestSocket& request_socket() { return socket_; }
     // Any thread: after a cache flush, nothing published before it may be served.
     void invalidate_map() { map_.invalidate_all(); }
     // Any thread: the front's thread switches to `settings` (its routing) at its next wake-up.

@@ -25,4 +25,13 @@ struct ListenSockets {
 // address the machine lacks (no IPv6 loopback) is skipped with a warning.
 Result<void> open_listen_sockets(const Config& config, unsigned workers, ListenSockets& out);
 
+// The same, serving first the listening sockets another instance hands over (takeover;
+// `udp` and `tcp` are taken: used or closed). A listen address with handed sockets gets all
+// of them, spread over the workers (none left unread: what the kernel queued on each is
+// answered), plus an SO_REUSEPORT socket of our own for each worker that got none; an address
+// without them is bound as open_listen_sockets does; handed sockets for an address no longer
+// configured are closed.
+Result<void> adopt_listen_sockets(const Config& config, unsigned workers, std::vector<int> udp,
+                                  std::vector<int> tcp, ListenSockets& out);
+
 }  // namespace nscache::server
