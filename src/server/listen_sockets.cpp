@@ -202,12 +202,14 @@ Result<void> adopt_listen_sockets(const Config& config, unsigned workers, std::v
             }
         }
         out.addresses.push_back(bound);
-        log_info("listening on udp %s (taken over: %zu sockets)", bound.to_string().c_str(),
-                 handed[0].size());
-        log_info("listening on tcp %s (taken over: %zu sockets)", bound.to_string().c_str(),
-                 handed[1].size());
+        log_info("takeover: %zu udp and %zu tcp sockets on %s", handed[0].size(), handed[1].size(),
+                 bound.to_string().c_str());
+        log_info("listening on udp %s", bound.to_string().c_str());
+        log_info("listening on tcp %s", bound.to_string().c_str());
     }
-    for (int fd : udp) log_info("takeover: %s no longer configured: closed", local_address(fd).to_string().c_str());
+    for (int fd : udp) {
+        log_info("takeover: %s is not configured here: closed", local_address(fd).to_string().c_str());
+    }
     close_fds(udp);
     close_fds(tcp);
     if (rest.listen.empty()) return {};
