@@ -17,6 +17,7 @@ int failed(const Result<void>& step, int exit_code) {
 int run_daemon(const ConfigSource& source, const Config& config, bool takeover) {
     daemon::block_daemon_signals();
     daemon::Daemon d(source, config);
+    if (auto r = d.take_inherited_sockets(); !r) return failed(r, 2);
     if (takeover) {
         if (auto r = d.take_over(); !r) return failed(r, 1);
     }

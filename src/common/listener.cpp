@@ -56,7 +56,12 @@ void Listener::open_spare() {
 }
 
 bool Listener::start() {
-    return loop_.add(fd_, EPOLLIN, this, registration_);
+    return loop_.add(fd_, EPOLLIN | (exclusive_ ? EPOLLEXCLUSIVE : 0u), this, registration_);
+}
+
+void Listener::stop() {
+    loop_.cancel_timer(rest_timer_);
+    loop_.remove(registration_);
 }
 
 void Listener::on_event(uint32_t) {
@@ -103,11 +108,20 @@ void Listener::out_of_descriptors() {
 
 void Listener::rest() {
     if (rest_timer_ != EventLoop::kNoTimer) return;
-    loop_.modify(registration_, 0);
+    // epoll refuses to modify an EPOLLEXCLUSIVE registration: it leaves and comes back.
+    if (exclusive_) {
+        loop_.remove(registration_);
+    } else {
+        loop_.modify(registration_, 0);
+    }
     rest_timer_ = loop_.add_timer(loop_.now_ms() + kRestMs, [this] {
         rest_timer_ = EventLoop::kNoTimer;
         if (spare_fd_ < 0) open_spare();  // given up, and not reopened then: try again
-        loop_.modify(registration_, EPOLLIN);
+        if (exclusive_) {
+            start();
+        } else {
+            loop_.modify(registration_, EPOLLIN);
+        }
     });
 }
 

@@ -36,6 +36,11 @@ class Listener final : public EventHandler {
     Listener& operator=(const Listener&) = delete;
 
     bool start();
+    // Stops accepting (connections wait in the backlog); start() again resumes.
+    void stop();
+    // Before start(): the socket is shared with other threads' loops (an inherited socket),
+    // so only one of them wakes per connection (EPOLLEXCLUSIVE).
+    void set_exclusive(bool exclusive) { exclusive_ = exclusive; }
     void set_on_shed(OnShed on_shed) { on_shed_ = std::move(on_shed); }
     void set_accept_for_tests(AcceptFunction accept) { accept_ = accept; }
     void on_event(uint32_t events) override;
@@ -54,6 +59,7 @@ class Listener final : public EventHandler {
     EventLoop::Registration registration_ = EventLoop::kNoRegistration;
     EventLoop::TimerHandle rest_timer_ = EventLoop::kNoTimer;
     int spare_fd_ = -1;
+    bool exclusive_ = false;
 };
 
 }  // namespace nscache

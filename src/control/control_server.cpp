@@ -2,6 +2,7 @@
 #include "control/control_server.h"
 
 #include <fcntl.h>
+
 #include <grp.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -52,12 +53,12 @@ ControlServer::~ControlServer() {
     metrics_listener_.reset();
     if (control_fd_ >= 0) {
         close(control_fd_);
-        if (!keep_path_.load(std::memory_order_relaxed)) unlink(options_.socket_path.c_str());
+        if (owns_path_.load(std::memory_order_relaxed)) unlink(options_.socket_path.c_str());
     }
     if (metrics_fd_ >= 0) close(metrics_fd_);
 }
 
-Result<void> ControlServer::open(uid_t owner_uid, int control_fd, int metrics_fd) {
+Result<void> ControlServer::open(uid_t owner_uid) {
     access_.owner_uid = owner_uid;
     if (!options_.group.empty()) {
         const group* g = getgrnam(options_.group.c_str());
@@ -65,20 +66,20 @@ Result<void> ControlServer::open(uid_t owner_uid, int control_fd, int metrics_fd
         access_.group = g->gr_gid;
     }
     std::string error;
-    if (control_fd >= 0) {
-        // The running instance's socket, at the same path: it stays there when either ends.
-        control_fd_ = control_fd;
-        keep_path_.store(true, std::memory_order_relaxed);
+    if (options_.inherited_fd >= 0) {
+        control_fd_ = options_.inherited_fd;
+        owns_path_.store(false, std::memory_order_relaxed);
+        fcntl(control_fd_, F_SETFL, fcntl(control_fd_, F_GETFL) | O_NONBLOCK);
     } else {
         control_fd_ = bind_control_socket(options_.socket_path, owner_uid, access_.group, error);
         if (control_fd_ < 0) return Error{error};
     }
-    if (metrics_fd >= 0 && options_.metrics_listen) {
-        metrics_fd_ = metrics_fd;
+    if (options_.inherited_metrics_fd >= 0) {
+        metrics_fd_ = options_.inherited_metrics_fd;
+        fcntl(metrics_fd_, F_SETFL, fcntl(metrics_fd_, F_GETFL) | O_NONBLOCK);
         log_info("metrics on http://%s/metrics (taken over)",
-                 options_.metrics_listen->to_string().c_str());
+                 options_.metrics_listen ? options_.metrics_listen->to_string().c_str() : "?");
     } else if (options_.metrics_listen) {
-        if (metrics_fd >= 0) close(metrics_fd);
         metrics_fd_ = bind_metrics_socket(*options_.metrics_listen, error);
         if (metrics_fd_ < 0) return Error{error};
         log_info("metrics on http://%s/metrics", options_.metrics_listen->to_string().c_str());
@@ -164,9 +165,8 @@ bool ControlServer::wants_socket(ConnectionKind kind, const std::string& request
 
 void ControlServer::adopt_socket(const std::string&, int fd) {
     if (drained_ || takeover_) {
-        const char* text = drained_ ? "error: this instance is draining\n"
-                                    : "error: a takeover is already in progress\n";
-        send_and_close(fd, text);
+        send_and_close(fd, drained_ ? "error: this instance is draining\n"
+                                    : "error: a takeover is already in progress\n");
         return;
     }
     takeover_ = std::make_unique<TakeoverSession>(loop_, fd, access_, options_.takeover, [this] {

@@ -54,6 +54,12 @@ struct ControlOptions {
     uint32_t client_deadline_ms = 5000;
     // Clients served at once per socket; more are turned away.
     size_t max_clients = 16;
+    // A listening control socket given to this process (InheritedSockets "control"): served
+    // instead of binding socket_path, and never unlinked (its owner keeps the path).
+    int inherited_fd = -1;
+    // The metrics endpoint's listening socket, handed over by a takeover: served instead of
+    // binding metrics_listen (the caller checked it is that address).
+    int inherited_metrics_fd = -1;
 };
 
 // What a reload may change in the control server.
@@ -71,17 +77,15 @@ class ControlServer final : private ConnectionOwner {
     ControlServer(const ControlServer&) = delete;
     ControlServer& operator=(const ControlServer&) = delete;
 
-    // Binds the sockets (before privileges are dropped). A takeover hands over the running
-    // instance's sockets: `control_fd` and `metrics_fd` (>= 0) are served instead of binding,
-    // and the socket's path is not unlinked at the end (another instance may serve it).
-    Result<void> open(uid_t owner_uid, int control_fd = -1, int metrics_fd = -1);
+    // Binds the sockets (before privileges are dropped).
+    Result<void> open(uid_t owner_uid);
+    void start();
     // Duplicates of the listening sockets, for a takeover offer (any thread; -1 when none).
     int dup_control_fd() const;
     int dup_metrics_fd() const;
-    // Whether the path is unlinked at destruction: not while another instance serves the same
-    // socket (any thread, before destruction).
-    void keep_socket_path(bool keep) { keep_path_.store(keep, std::memory_order_relaxed); }
-    void start();
+    // Another instance serves the control socket now (takeover): destruction leaves the path
+    // (any thread, before destruction).
+    void release_path() { owns_path_.store(false, std::memory_order_relaxed); }
     // Returns at once whatever clients are doing (a command already running finishes first);
     // open connections are closed.
     void stop();
@@ -111,8 +115,8 @@ class ControlServer final : private ConnectionOwner {
     StatsSources stats_;
     ControlAccess access_;
     int control_fd_ = -1;
+    std::atomic<bool> owns_path_{true};  // bound here (not inherited): unlinked at the end
     int metrics_fd_ = -1;
-    std::atomic<bool> keep_path_{false};
     // Declared before what registers with it: destroyed after them.
     EventLoop loop_;
     Mailbox<ControlLiveOptions> live_pending_{loop_};  // from post_live_options()

@@ -54,13 +54,13 @@ void give_state_dir(const std::string& state_dir, const UserIds& user) {
     if (fd >= 0) close(fd);
 }
 
-// A front's socket folder, then the front's own open() (a socket handed over: served as is).
+// A front's socket folder, then the front's own open().
 template <typename Front>
-Result<void> open_front(Front& front, const std::string& socket_path, int inherited_fd) {
-    if (inherited_fd < 0 && !make_parent_folder(socket_path)) {
+Result<void> open_front(Front& front, const std::string& socket_path) {
+    if (!make_parent_folder(socket_path)) {
         return Error{"cannot create the folder of " + socket_path};
     }
-    return front.open(inherited_fd);
+    return front.open();
 }
 
 SocketAddress local_address(int fd) {
@@ -69,6 +69,9 @@ SocketAddress local_address(int fd) {
     if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return SocketAddress{};
     return SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&ss), len);
 }
+
+// What a drain may take past query-timeout: the last answers written, the loops' turns.
+constexpr uint64_t kDrainMarginMs = 1000;
 
 }  // namespace
 
@@ -92,7 +95,18 @@ Daemon::~Daemon() {
     if (!sockets_given_) sockets_.close_all();
 }
 
+Result<void> Daemon::take_inherited_sockets() {
+    Result<InheritedSockets> given = InheritedSockets::from_environment();
+    if (!given) return Error{given.error()};
+    inherited_ = std::move(*given);
+    if (!inherited_.empty()) {
+        log_info("socket activation: %zu sockets given", inherited_.size());
+    }
+    return {};
+}
+
 Result<void> Daemon::take_over() {
+    if (!inherited_.empty()) return Error{"--takeover: the process was given sockets already"};
     auto handover = std::make_unique<Handover>();
     Result<bool> got = handover->request(config_.control);
     if (!got) return Error{got.error()};
@@ -101,14 +115,23 @@ Result<void> Daemon::take_over() {
                  config_.control.c_str());
         return {};
     }
-    log_info("--takeover: received the running instance's sockets and cache");
+    for (const char* name : {InheritedSockets::kDnsUdp, InheritedSockets::kDnsTcp,
+                             InheritedSockets::kControl, InheritedSockets::kNss,
+                             InheritedSockets::kNscd}) {
+        for (int fd : handover->take_all(name)) inherited_.add(name, fd);
+    }
+    if (auto valid = inherited_.validate(); !valid) {
+        return Error{"--takeover: the running instance handed over " + valid.error()};
+    }
+    log_info("--takeover: received %zu sockets and the cache of the running instance",
+             inherited_.size());
     handover_ = std::move(handover);
     return {};
 }
 
 Result<void> Daemon::acquire_lock() {
-    std::map<std::string, int>* inherited = handover_ ? &handover_->locks() : nullptr;
-    if (auto locked = runtime_lock_.acquire(runtime_paths(config_), inherited); !locked) {
+    std::map<std::string, int>* handed = handover_ ? &handover_->locks() : nullptr;
+    if (auto locked = runtime_lock_.acquire(runtime_paths(config_), handed); !locked) {
         return locked;
     }
     return {};
@@ -143,11 +166,7 @@ void Daemon::build_settings() {
 }
 
 Result<void> Daemon::open_sockets() {
-    if (handover_) {
-        return server::adopt_listen_sockets(config_, config_.threads, handover_->take_all("dns-udp"),
-                                            handover_->take_all("dns-tcp"), sockets_);
-    }
-    return server::open_listen_sockets(config_, config_.threads, sockets_);
+    return server::open_listen_sockets(config_, config_.threads, sockets_, &inherited_);
 }
 
 Result<void> Daemon::find_user() {
@@ -175,25 +194,22 @@ Result<void> Daemon::open_fronts() {
         o.prefetch = config_.prefetch;
         o.max_connections_per_user = config_.max_connections_per_user;
         o.map.data_size = static_cast<uint32_t>(config_.nscd_map_size);
+        o.inherited_fd = inherited_.take_one(InheritedSockets::kNscd).value_or(-1);
         nscd_ = std::make_unique<nscd::NscdServer>(*host_front_, o);
     }
     if (config_.nss) {
         nssd::NssOptions o;
         o.socket_path = config_.nss_socket;
         o.max_connections_per_user = config_.max_connections_per_user;
+        o.inherited_fd = inherited_.take_one(InheritedSockets::kNss).value_or(-1);
         nss_ = std::make_unique<nssd::NssServer>(*host_front_, o);
     }
     // Each front's socket folder, then the socket (NSS first, as before).
-    auto handed = [this](const char* name) { return handover_ ? handover_->take(name) : -1; };
     if (nss_) {
-        if (auto opened = open_front(*nss_, config_.nss_socket, handed("nss")); !opened) {
-            return opened;
-        }
+        if (auto opened = open_front(*nss_, config_.nss_socket); !opened) return opened;
     }
     if (nscd_) {
-        if (auto opened = open_front(*nscd_, config_.nscd_socket, handed("nscd")); !opened) {
-            return opened;
-        }
+        if (auto opened = open_front(*nscd_, config_.nscd_socket); !opened) return opened;
     }
     return {};
 }
@@ -210,6 +226,17 @@ Result<void> Daemon::open_control() {
                                     .takeover = {}};
     options.takeover.offer = [this] { return takeover_offer(); };
     options.takeover.drain = [this] { drain_for_takeover(); };
+    if (handover_) {
+        // Served only if it is the endpoint configured now.
+        const int metrics_fd = handover_->take("metrics");
+        if (metrics_fd >= 0 && control_.metrics_listen &&
+            local_address(metrics_fd) == *control_.metrics_listen) {
+            options.inherited_metrics_fd = metrics_fd;
+        } else if (metrics_fd >= 0) {
+            close(metrics_fd);
+        }
+    }
+    options.inherited_fd = inherited_.take_one(InheritedSockets::kControl).value_or(-1);
     // A flush forgets published NSS answers and cached resolution failures too.
     options.after_flush = [this] {
         if (nss_) nss_->invalidate_map();
@@ -221,20 +248,14 @@ Result<void> Daemon::open_control() {
         control::StatsSources{std::span<const WorkerCounters>(counters_.get(), config_.threads + 2),
                               cache_.get(), [this] { return supervisor_->upstream_groups(); },
                               started_ms_, &resolver_shared_->tier_health});
-    int control_fd = -1;
-    int metrics_fd = -1;
-    if (handover_) {
-        control_fd = handover_->take("control");
-        metrics_fd = handover_->take("metrics");
-        // Served only if it is the endpoint configured now.
-        if (metrics_fd >= 0 &&
-            (!control_.metrics_listen || !(local_address(metrics_fd) == *control_.metrics_listen))) {
-            close(metrics_fd);
-            metrics_fd = -1;
-        }
+    if (auto opened = control_server_->open(user_ ? user_->uid : geteuid()); !opened) return opened;
+    // A socket the config does not use (nscd-socket = "", nss = false) is not served: closed
+    // here, it stays open in its owner (systemd), which queues clients nobody answers.
+    for (const auto& [name, fd] : inherited_.entries()) {
+        log_warning("inherited socket '%s' (descriptor %d) not used: its option is off",
+                    name.c_str(), fd);
     }
-    const uid_t owner = user_ ? user_->uid : geteuid();
-    if (auto opened = control_server_->open(owner, control_fd, metrics_fd); !opened) return opened;
+    inherited_.close_all();
     return {};
 }
 
@@ -274,11 +295,18 @@ void Daemon::start_threads() {
     for (unsigned i = 0; i < config_.threads; ++i) {
         workers_.push_back(std::make_unique<server::Worker>(
             i, *shared_, counters_[i], sockets_.udp[i], sockets_.tcp[i], settings_));
+        workers_.back()->set_shared_listeners(sockets_.shared);
         resolver_shared_->queues.push_back(&workers_.back()->completion_queue());
     }
     sockets_given_ = true;
     if (host_front_) resolver_shared_->queues.push_back(&host_front_->completion_queue());
-    for (auto& w : workers_) threads_.emplace_back([&w] { w->run(); });
+    for (auto& w : workers_) {
+        threads_.emplace_back([this, &w] {
+            w->run();
+            workers_done_.fetch_add(1, std::memory_order_acq_rel);
+            supervisor_->wake();
+        });
+    }
     control_server_->start();
     // The nscd socket listens only now: the privilege drop's initgroups() must not wait on it.
     if (host_front_) host_front_->start();
@@ -317,10 +345,6 @@ void Daemon::finish_takeover() {
         return;
     }
     log_info("takeover: the previous instance drains; its sockets are served here");
-    // The previous instance keeps the paths at its exit; from now on they are ours.
-    control_server_->keep_socket_path(false);
-    if (nss_) nss_->request_socket().keep_path(false);
-    if (nscd_) nscd_->request_socket().keep_path(false);
 }
 
 void Daemon::run() {
@@ -335,9 +359,26 @@ void Daemon::stop_threads() {
     // First of all: glibc's clients drop the nscd map at once and use NSS while we stop (the
     // front stops nscd, its first protocol, first).
     if (host_front_) host_front_->stop();
-    control_server_->stop();
+    // Queries already read are answered: upstream queries within query-timeout, and a margin
+    // for the answers to be written.
+    const uint64_t deadline = monotonic_ms() + config_.query_timeout_ms + kDrainMarginMs;
+    log_info("draining: no new queries read, answering those read (at most %u ms)",
+             static_cast<unsigned>(config_.query_timeout_ms + kDrainMarginMs));
+    for (auto& w : workers_) w->request_drain(deadline);
+    const bool drained = supervisor_->wait_until(
+        [this] { return workers_done_.load(std::memory_order_acquire) == workers_.size(); },
+        deadline + kDrainMarginMs);
+    if (drained) {
+        log_info("drained in %llu ms",
+                 static_cast<unsigned long long>(monotonic_ms() + config_.query_timeout_ms +
+                                                 kDrainMarginMs - deadline));
+    } else {
+        // Documented: a second SIGTERM stops at once; the cache file is still saved.
+        log_warning("drain cut short by a second signal: queries not yet answered are dropped");
+    }
     for (auto& w : workers_) w->request_stop();
     for (auto& t : threads_) t.join();
+    control_server_->stop();
     threads_.clear();
     nss_.reset();
     nscd_.reset();

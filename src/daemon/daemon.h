@@ -15,6 +15,7 @@
 //   step ran last (the destructor stops it first).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -23,6 +24,7 @@
 
 #include "cache/cache.h"
 #include "common/counters.h"
+#include "common/inherited_sockets.h"
 #include "common/result.h"
 #include "common/runtime_lock.h"
 #include "config/config.h"
@@ -55,8 +57,14 @@ class Daemon {
     Daemon(const Daemon&) = delete;
     Daemon& operator=(const Daemon&) = delete;
 
-    // --takeover, first of all: the running instance's descriptors (takeover.h), which the
-    // steps below serve instead of binding. None running there: start as without the flag.
+    // The sockets this process was given (socket activation: LISTEN_FDS), which the opening
+    // steps below take instead of binding (an error is a configuration error: exit 2).
+    Result<void> take_inherited_sockets();
+    // Where a takeover puts the sockets it received, before open_sockets().
+    InheritedSockets& inherited_sockets() { return inherited_; }
+    // --takeover: the running instance's descriptors (takeover.h); its sockets go into the
+    // inherited sockets, which the steps below serve instead of binding. None running there:
+    // start as without the flag.
     Result<void> take_over();
     // A second instance with the same runtime paths must touch nothing of the first (a
     // takeover holds the lock files it was handed: the lock passes without a gap).
@@ -65,13 +73,15 @@ class Daemon {
     Result<void> build_state();
     // The first snapshot (snapshot.h), the supervisor, the state shared by every thread.
     void build_settings();
-    // Every DNS listening socket, one per worker and address (SO_REUSEPORT).
+    // Every DNS listening socket, one per worker and address (SO_REUSEPORT), or the inherited
+    // ones, shared by every worker.
     Result<void> open_sockets();
     // The `user` to run as, looked up while root.
     Result<void> find_user();
     // The NSS and nscd sockets and maps (bound; nscd does not listen yet).
     Result<void> open_fronts();
-    // The control socket and the metrics endpoint.
+    // The control socket and the metrics endpoint; then inherited sockets nobody took are
+    // named in the log and closed.
     Result<void> open_control();
     // `cache-file` into the cache, then what the routing answers itself flushed from it.
     void load_cache_file();
@@ -83,10 +93,13 @@ class Daemon {
     void announce_ready();
     // After announce_ready(), with --takeover: the running instance is told to drain.
     void finish_takeover();
-    // The supervisor's loop until SIGTERM or SIGINT, then "shutting down" and STOPPING=1.
+    // The supervisor's loop until SIGTERM or SIGINT (or a takeover by another instance), then
+    // "shutting down" and STOPPING=1.
     void run();
-    // The host front first (nscd, whose clients drop the map at once, then NSS: both stop
-    // with the front's thread), then control and the workers.
+    // The drain: the host front first (nscd, whose clients drop the map at once, then NSS:
+    // both stop with the front's thread), then every worker stops reading and answers what
+    // it has read (bounded by query-timeout and a margin; a second SIGTERM or SIGINT stops
+    // them at once), then control and the metrics endpoint, which answer until then.
     void stop_threads();
     // `cache-file` written from the cache.
     void save_cache_file();
@@ -101,6 +114,7 @@ class Daemon {
     const ConfigSource& source_;
     const Config& config_;
 
+    InheritedSockets inherited_;
     std::unique_ptr<Handover> handover_;  // --takeover, until finish_takeover()
     RuntimeLock runtime_lock_;
     uint64_t started_ms_ = 0;
@@ -125,6 +139,7 @@ class Daemon {
     std::unique_ptr<control::ControlServer> control_server_;
     std::vector<std::unique_ptr<server::Worker>> workers_;
     std::vector<std::thread> threads_;
+    std::atomic<unsigned> workers_done_{0};  // worker threads whose run() returned
 };
 
 }  // namespace nscache::daemon

@@ -5,6 +5,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 
@@ -141,6 +142,17 @@ int Supervisor::run() {
     return stop_signal_;
 }
 
+bool Supervisor::wait_until(const std::function<bool()>& done, uint64_t deadline_ms) {
+    const int signals_before = stop_signals_;
+    while (!done()) {
+        if (stop_signals_ != signals_before) return false;
+        const uint64_t now = monotonic_ms();
+        if (now >= deadline_ms) return false;
+        loop_.run_once(static_cast<int>(std::min<uint64_t>(deadline_ms - now, 1000)));
+    }
+    return true;
+}
+
 void Supervisor::on_event(uint32_t) {
     signalfd_siginfo info{};
     while (read(signal_fd_, &info, sizeof info) == sizeof info) {
@@ -148,6 +160,7 @@ void Supervisor::on_event(uint32_t) {
             reload("SIGHUP");
         } else {
             stop_signal_ = static_cast<int>(info.ssi_signo);
+            ++stop_signals_;
         }
     }
 }

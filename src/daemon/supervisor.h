@@ -74,6 +74,13 @@ class Supervisor final : public EventHandler {
     // SIGTERM or SIGINT was read.
     bool run_once(int max_wait_ms);
 
+    // After run(), while the workers drain: runs the loop (signals only) until `done()`, a
+    // further SIGTERM or SIGINT, or `deadline_ms` (monotonic); true when `done()` ended it.
+    // Whoever makes done() true calls wake().
+    bool wait_until(const std::function<bool()>& done, uint64_t deadline_ms);
+    // Any thread: wait_until() checks done() again.
+    void wake() { loop_.wake(); }
+
     // Any thread: ends run() as SIGTERM does, so the same drain and exit follow (a takeover:
     // another instance serves the sockets now). run() then returns SIGTERM.
     void request_stop();
@@ -111,6 +118,7 @@ class Supervisor final : public EventHandler {
     int stop_signal_ = 0;
     std::atomic<bool> stop_requested_{false};  // request_stop(), read on the loop
     bool stopped_by_request_ = false;
+    int stop_signals_ = 0;  // SIGTERM and SIGINT read so far
 
     mutable Mutex mu_;
     server::SettingsPtr settings_ NSCACHE_GUARDED_BY(mu_);

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -60,11 +61,13 @@ Result<std::vector<control::NamedFd>> Daemon::takeover_offer() {
         if (fd >= 0) offer.push_back({name, fd});
     };
     auto dup_of = [](int fd) { return fcntl(fd, F_DUPFD_CLOEXEC, 0); };
-    for (const auto& per_worker : sockets_.udp) {
-        for (int fd : per_worker) add("dns-udp", dup_of(fd));
-    }
-    for (const auto& per_worker : sockets_.tcp) {
-        for (int fd : per_worker) add("dns-tcp", dup_of(fd));
+    // Shared sockets (given to this process) are one socket per address, dup'ed per worker:
+    // worker 0's are all of them.
+    const size_t workers = sockets_.shared ? std::min<size_t>(1, sockets_.udp.size())
+                                           : sockets_.udp.size();
+    for (size_t w = 0; w < workers; ++w) {
+        for (int fd : sockets_.udp[w]) add("dns-udp", dup_of(fd));
+        for (int fd : sockets_.tcp[w]) add("dns-tcp", dup_of(fd));
     }
     add("control", control_server_->dup_control_fd());
     add("metrics", control_server_->dup_metrics_fd());
@@ -85,9 +88,9 @@ Result<std::vector<control::NamedFd>> Daemon::takeover_offer() {
 
 void Daemon::drain_for_takeover() {
     // The new instance serves the same sockets at the same paths: leave them there.
-    control_server_->keep_socket_path(true);
-    if (nss_) nss_->request_socket().keep_path(true);
-    if (nscd_) nscd_->request_socket().keep_path(true);
+    control_server_->release_path();
+    if (nss_) nss_->request_socket().release_path();
+    if (nscd_) nscd_->request_socket().release_path();
     supervisor_->request_stop();
 }
 

@@ -23,13 +23,8 @@ RequestSocket::~RequestSocket() {
     connections_.clear();
     if (fd_ >= 0) {
         close(fd_);
-        if (!keep_path_.load(std::memory_order_relaxed)) unlink(options_.path.c_str());
+        if (owns_path_.load(std::memory_order_relaxed)) unlink(options_.path.c_str());
     }
-}
-
-void RequestSocket::adopt(int fd) {
-    fd_ = fd;
-    keep_path_.store(true, std::memory_order_relaxed);
 }
 
 int RequestSocket::dup_fd() const {
@@ -37,6 +32,11 @@ int RequestSocket::dup_fd() const {
 }
 
 Result<void> RequestSocket::bind() {
+    if (options_.inherited_fd >= 0) {
+        fd_ = options_.inherited_fd;
+        fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_NONBLOCK);
+        return {};
+    }
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (options_.path.size() >= sizeof addr.sun_path) {
@@ -62,6 +62,7 @@ Result<void> RequestSocket::bind() {
         return Error{"cannot bind " + options_.what + " " + options_.path + ": " +
                      std::strerror(bind_errno)};
     }
+    owns_path_.store(true, std::memory_order_relaxed);
     return {};
 }
 

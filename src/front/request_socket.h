@@ -8,8 +8,7 @@
 // Guarantees
 // - The socket's mode comes from the umask at bind(), never from chmod() by path (which root
 //   would follow through a symlink planted in a folder another user owns).
-// - The path is unlinked at destruction only if this object bound it (or adopted it and was
-//   told the other instance is gone).
+// - The path is unlinked at destruction only if this object bound it.
 #pragma once
 
 #include <atomic>
@@ -31,6 +30,10 @@ struct RequestSocketOptions {
     size_t max_connections = 1024;
     uint64_t timeout_ms = 10'000;  // a client unanswered this long is closed
     size_t max_per_user = 0;       // 0: a quarter of max_connections (root: none)
+    // A listening socket given to this process (InheritedSockets "nss", "nscd"): bind()
+    // adopts it instead of replacing the path, and the path is never unlinked (its owner,
+    // systemd or the launcher, keeps it, and the connections queued in it).
+    int inherited_fd = -1;
 };
 
 class RequestSocket {
@@ -41,21 +44,21 @@ class RequestSocket {
     RequestSocket& operator=(const RequestSocket&) = delete;
 
     // Replaces whatever is at the path with a 0666 socket, bound but not listening yet (a
-    // client that connects now is refused and falls back at once).
+    // client that connects now is refused and falls back at once); or adopts the inherited
+    // socket, which listens already (nobody accepts before start()).
     Result<void> bind();
-    // Serves `fd`, a socket another instance bound at the same path and hands over (it may
-    // listen already); the path is then kept at destruction until keep_path(false).
-    void adopt(int fd);
-    // Whether destruction leaves the path alone (another instance serves the same socket).
-    void keep_path(bool keep) { keep_path_.store(keep, std::memory_order_relaxed); }
-    // A duplicate of the socket for a takeover offer, or -1 (any thread).
-    int dup_fd() const;
     // Connections wait in a backlog of `backlog` from here on, until start().
     Result<void> listen(int backlog);
     // Accepts on the loop (call before the loop's thread runs, or on it).
     void start();
 
     const std::string& path() const { return options_.path; }
+    bool inherited() const { return options_.inherited_fd >= 0; }
+    // A duplicate of the socket for a takeover offer, or -1 (any thread).
+    int dup_fd() const;
+    // Another instance serves this socket now (takeover): destruction leaves the path (any
+    // thread, before destruction).
+    void release_path() { owns_path_.store(false, std::memory_order_relaxed); }
     // The client `id`, or null when it is gone (answered, closed, timed out).
     RequestConnection* find(uint64_t id) { return connections_.find(id); }
     // Closes every client (before the handler goes).
@@ -65,7 +68,7 @@ class RequestSocket {
     EventLoop& loop_;
     RequestSocketOptions options_;
     int fd_ = -1;
-    std::atomic<bool> keep_path_{false};
+    std::atomic<bool> owns_path_{false};  // bound here: unlinked at the end
     std::unique_ptr<Listener> listener_;  // from start()
     RequestConnections connections_;
 };

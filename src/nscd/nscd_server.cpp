@@ -65,7 +65,8 @@ NscdServer::NscdServer(front::HostFront& front, NscdOptions options)
                                           .what = "nscd socket",
                                           .max_connections = kMaxConnections,
                                           .timeout_ms = kConnectionTimeoutMs,
-                                          .max_per_user = options_.max_connections_per_user}) {
+                                          .max_per_user = options_.max_connections_per_user,
+                                          .inherited_fd = options_.inherited_fd}) {
     map_.set_drop_listener([this](const std::string& key) { cancel_refresh(key); });
     front.add(*this, options_.max_connections_per_user);
 }
@@ -74,14 +75,7 @@ NscdServer::~NscdServer() {
     socket_.close_clients();
 }
 
-Result<void> NscdServer::open(int inherited_fd) {
-    if (inherited_fd >= 0) {
-        socket_.adopt(inherited_fd);
-        if (auto error = map_.open(wall_s())) return Error{*error};
-        log_info("nscd socket %s taken over (other databases: %s)", options_.socket_path.c_str(),
-                 options_.proxy_other_databases ? "proxied through NSS" : "declined");
-        return {};
-    }
+Result<void> NscdServer::open() {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (options_.socket_path.size() >= sizeof addr.sun_path) {
@@ -90,7 +84,9 @@ Result<void> NscdServer::open(int inherited_fd) {
     std::memcpy(addr.sun_path, options_.socket_path.c_str(), options_.socket_path.size() + 1);
     // A socket someone answers on belongs to a running nscd (or nsncd, unscd): taking it
     // over would leave two caches answering for hosts, one of them unseen.
-    const int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    // (An inherited socket is ours: it answers because it listens already.)
+    const int probe =
+        options_.inherited_fd >= 0 ? -1 : socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (probe >= 0) {
         const bool live = connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
         close(probe);
@@ -109,9 +105,12 @@ Result<void> NscdServer::open(int inherited_fd) {
 }
 
 void NscdServer::start() {
-    if (auto listening = socket_.listen(4096); !listening) {
-        log_error("%s", listening.error().c_str());
-        return;
+    // An inherited socket listens already (its owner chose the backlog).
+    if (!socket_.inherited()) {
+        if (auto listening = socket_.listen(4096); !listening) {
+            log_error("%s", listening.error().c_str());
+            return;
+        }
     }
     socket_.start();
     if (options_.proxy_other_databases) others_.start();

@@ -36,6 +36,7 @@ struct NscdOptions {
     size_t max_connections_per_user = 256;
     bool prefetch = true;
     MapOptions map;
+    int inherited_fd = -1;  // a listening socket given to this process (RequestSocketOptions)
 };
 
 class NscdServer final : public front::Protocol {
@@ -51,10 +52,9 @@ class NscdServer final : public front::Protocol {
 
     // As root, before the privilege drop: refuses a socket a live nscd (or nsncd, unscd)
     // answers on, binds the socket (not listening yet: the daemon's own initgroups() must
-    // not wait on it), creates the map. `inherited_fd` >= 0: the socket a running nscache
-    // hands over (takeover) is served instead, with no probe and no bind.
-    Result<void> open(int inherited_fd = -1);
-    // The socket, for a takeover: its descriptor to hand over, whether its path is kept.
+    // not wait on it), creates the map.
+    Result<void> open();
+    // The socket, for a takeover: its descriptor to hand over, its path to leave.
     front::RequestSocket& request_socket() { return socket_; }
     // Any thread: after a cache flush, nothing published before it may be served.
     void invalidate_map();

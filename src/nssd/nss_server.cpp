@@ -30,7 +30,8 @@ NssServer::NssServer(front::HostFront& front, NssOptions options)
                                           .what = "NSS socket",
                                           .max_connections = kMaxConnections,
                                           .timeout_ms = kConnectionTimeoutMs,
-                                          .max_per_user = options_.max_connections_per_user}) {
+                                          .max_per_user = options_.max_connections_per_user,
+                                          .inherited_fd = options_.inherited_fd}) {
     front.add(*this, options_.max_connections_per_user);
 }
 
@@ -39,13 +40,11 @@ NssServer::~NssServer() {
     map_.close();
 }
 
-Result<void> NssServer::open(int inherited_fd) {
-    if (inherited_fd >= 0) {
-        socket_.adopt(inherited_fd);
-    } else if (auto bound = socket_.bind(); !bound) {
-        return bound;
+Result<void> NssServer::open() {
+    if (auto bound = socket_.bind(); !bound) return bound;
+    if (!socket_.inherited()) {
+        if (auto listening = socket_.listen(256); !listening) return listening;
     }
-    if (auto listening = socket_.listen(256); !listening) return listening;
     if (auto error = map_.create()) return Error{*error};
     log_info("NSS socket %s", options_.socket_path.c_str());
     return {};

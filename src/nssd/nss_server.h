@@ -26,6 +26,7 @@ struct NssOptions {
     // Connections one user may hold open at once (max-connections-per-user; root: no limit
     // but kMaxConnections).
     size_t max_connections_per_user = 256;
+    int inherited_fd = -1;  // a listening socket given to this process (RequestSocketOptions)
 };
 
 class NssServer final : public front::Protocol {
@@ -39,10 +40,9 @@ class NssServer final : public front::Protocol {
     ~NssServer();
 
     // Binds and listens on the socket and creates the map (a sealed memfd handed out over the
-    // socket). Call at startup, before any thread runs: it sets the umask. `inherited_fd` >= 0:
-    // the socket a running nscache hands over (takeover) is served instead of binding.
-    Result<void> open(int inherited_fd = -1);
-    // The socket, for a takeover: its descriptor to hand over, whether its path is kept.
+    // socket). Call at startup, before any thread runs: it sets the umask.
+    Result<void> open();
+    // The socket, for a takeover: its descriptor to hand over, its path to leave.
     front::RequestSocket& request_socket() { return socket_; }
     // Any thread: after a cache flush, nothing published before it may be served.
     void invalidate_map() { map_.invalidate_all(); }

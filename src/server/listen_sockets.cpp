@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "server/listen_sockets.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -85,25 +86,47 @@ Result<void> resolve_port_zero(SocketAddress& address) {
 SocketAddress local_address(int fd) {
     sockaddr_storage ss{};
     socklen_t len = sizeof ss;
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return SocketAddress{};
+    getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
     return SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&ss), len);
 }
 
-// A handed socket serves `address` (port 0 in the config: any port of that address).
-bool serves(const SocketAddress& handed, const SocketAddress& address) {
-    if (address.port() != 0) return handed == address;
-    SocketAddress any = handed;
-    any.set_port(0);
-    return any == address;
-}
-
-// Takes from `pool` the sockets that serve `address`.
-std::vector<int> take_matching(std::vector<int>& pool, const SocketAddress& address) {
-    std::vector<int> taken;
-    std::vector<int> rest;
-    for (int fd : pool) (serves(local_address(fd), address) ? taken : rest).push_back(fd);
-    pool = std::move(rest);
-    return taken;
+// Worker 0 keeps the given descriptor, the others get their own (the same socket): each
+// worker closes its own when it stops.
+Result<void> adopt_inherited(unsigned workers, InheritedSockets& inherited, ListenSockets& out) {
+    for (const char* name : {InheritedSockets::kDnsUdp, InheritedSockets::kDnsTcp}) {
+        const bool udp = name == InheritedSockets::kDnsUdp;
+        for (int fd : inherited.take(name)) {
+            const int flags = fcntl(fd, F_GETFL);
+            if (flags >= 0) fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+            if (udp) {
+                // Queries queue here while a restart replaces the process: ask for a large
+                // buffer (the socket unit's ReceiveBuffer= may have set one already).
+                int current = 0;
+                socklen_t length = sizeof current;
+                getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &current, &length);
+                if (current < kReceiveBufferBytes) {
+                    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &kReceiveBufferBytes,
+                               sizeof kReceiveBufferBytes);
+                }
+            }
+            auto& group = udp ? out.udp : out.tcp;
+            group[0].push_back(fd);
+            for (unsigned w = 1; w < workers; ++w) {
+                const int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+                if (copy < 0) {
+                    const std::string why = std::strerror(errno);
+                    out.close_all();
+                    return Error{"cannot duplicate an inherited socket: " + why};
+                }
+                group[w].push_back(copy);
+            }
+            const SocketAddress address = local_address(fd);
+            if (udp) out.addresses.push_back(address);
+            log_info("listening on %s %s", udp ? "udp" : "tcp", address.to_string().c_str());
+        }
+    }
+    out.shared = true;
+    return {};
 }
 
 }  // namespace
@@ -119,9 +142,14 @@ void ListenSockets::close_all() {
     }
 }
 
-Result<void> open_listen_sockets(const Config& config, unsigned workers, ListenSockets& out) {
+Result<void> open_listen_sockets(const Config& config, unsigned workers, ListenSockets& out,
+                                 InheritedSockets* inherited) {
     out.udp.assign(workers, {});
     out.tcp.assign(workers, {});
+    if (inherited != nullptr &&
+        (inherited->has(InheritedSockets::kDnsUdp) || inherited->has(InheritedSockets::kDnsTcp))) {
+        return adopt_inherited(workers, *inherited, out);
+    }
     for (SocketAddress address : config.listen) {
         std::string error;
         if (address.port() == 0) {
@@ -162,70 +190,6 @@ Result<void> open_listen_sockets(const Config& config, unsigned workers, ListenS
         out.close_all();
         return Error{"no address to listen on"};
     }
-    return {};
-}
-
-Result<void> adopt_listen_sockets(const Config& config, unsigned workers, std::vector<int> udp,
-                                  std::vector<int> tcp, ListenSockets& out) {
-    out.udp.assign(workers, {});
-    out.tcp.assign(workers, {});
-    Config rest = config;
-    rest.listen.clear();
-    auto close_fds = [](std::vector<int>& fds) {
-        for (int fd : fds) close(fd);
-        fds.clear();
-    };
-    for (const SocketAddress& address : config.listen) {
-        std::vector<int> handed[2] = {take_matching(udp, address), take_matching(tcp, address)};
-        if (handed[0].empty() || handed[1].empty()) {
-            close_fds(handed[0]);
-            close_fds(handed[1]);
-            rest.listen.push_back(address);  // bound below, as without a takeover
-            continue;
-        }
-        const SocketAddress bound = local_address(handed[0].front());
-        for (int t = 0; t < 2; ++t) {
-            auto& group = t == 0 ? out.udp : out.tcp;
-            for (size_t i = 0; i < handed[t].size(); ++i) group[i % workers].push_back(handed[t][i]);
-            // Workers beyond the handed sockets join the same SO_REUSEPORT group.
-            for (unsigned w = static_cast<unsigned>(handed[t].size()); w < workers; ++w) {
-                std::string error;
-                const int fd = open_socket(bound, t == 0 ? SOCK_DGRAM : SOCK_STREAM, true, error);
-                if (fd < 0) {
-                    close_fds(udp);
-                    close_fds(tcp);
-                    out.close_all();
-                    return Error{std::string("cannot bind ") + (t == 0 ? "udp " : "tcp ") +
-                                 bound.to_string() + ": " + error};
-                }
-                group[w].push_back(fd);
-            }
-        }
-        out.addresses.push_back(bound);
-        log_info("takeover: %zu udp and %zu tcp sockets on %s", handed[0].size(), handed[1].size(),
-                 bound.to_string().c_str());
-        log_info("listening on udp %s", bound.to_string().c_str());
-        log_info("listening on tcp %s", bound.to_string().c_str());
-    }
-    for (int fd : udp) {
-        log_info("takeover: %s is not configured here: closed", local_address(fd).to_string().c_str());
-    }
-    close_fds(udp);
-    close_fds(tcp);
-    if (rest.listen.empty()) return {};
-    // Addresses the running instance did not serve.
-    ListenSockets more;
-    rest.listen_is_default = config.listen_is_default;
-    if (auto opened = open_listen_sockets(rest, workers, more); !opened) {
-        if (!out.addresses.empty() && rest.listen_is_default) return {};
-        out.close_all();
-        return opened;
-    }
-    for (unsigned w = 0; w < workers; ++w) {
-        out.udp[w].insert(out.udp[w].end(), more.udp[w].begin(), more.udp[w].end());
-        out.tcp[w].insert(out.tcp[w].end(), more.tcp[w].begin(), more.tcp[w].end());
-    }
-    out.addresses.insert(out.addresses.end(), more.addresses.begin(), more.addresses.end());
     return {};
 }
 

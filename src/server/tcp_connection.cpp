@@ -235,14 +235,20 @@ void TcpConnection::flush() {
     reschedule();
 }
 
+void TcpConnection::drain() {
+    if (closed_) return;
+    draining_ = true;
+    update_interest();
+}
+
 void TcpConnection::update_interest() {
-    if (peer_closed_ && pending_ == 0 && out_.empty()) {
+    if ((peer_closed_ || draining_) && pending_ == 0 && out_.empty()) {
         close_connection();
         return;
     }
     uint32_t wanted = 0;
-    const bool can_read =
-        !peer_closed_ && pending_ < kMaxPendingPerConnection && unsent() <= kReadPauseBytes;
+    const bool can_read = !peer_closed_ && !draining_ && pending_ < kMaxPendingPerConnection &&
+                          unsent() <= kReadPauseBytes;
     if (can_read) wanted |= EPOLLIN;
     if (!out_.empty()) wanted |= EPOLLOUT;
     if (wanted != interest_) {
@@ -307,6 +313,15 @@ void TcpConnections::release(uint64_t id) {
     connections_.remove(id);  // find() no longer returns it
     if (graveyard_.size() == 1) {
         loop_.add_timer(0, [this] { graveyard_.clear(); });
+    }
+}
+
+void TcpConnections::drain_all() {
+    // A connection that closes leaves the table: not while walking it.
+    std::vector<uint64_t> ids;
+    connections_.for_each([&](uint64_t id, std::unique_ptr<TcpConnection>&) { ids.push_back(id); });
+    for (uint64_t id : ids) {
+        if (TcpConnection* c = find(id)) c->drain();
     }
 }
 

@@ -50,6 +50,8 @@ class TcpConnection final : public EventHandler {
     // An answer that was pending: queue it and write what the socket takes.
     void send_answer(std::span<const uint8_t> answer);
     bool closed() const { return closed_; }
+    // Reads nothing more; closes once the queries already read are answered and written.
+    void drain();
     const sockaddr_storage& peer() const { return peer_; }
 
   private:
@@ -85,6 +87,7 @@ class TcpConnection final : public EventHandler {
     uint32_t pending_ = 0;
     bool processing_ = false;  // inside process_buffer(): answers are queued, not processed
     bool peer_closed_ = false;
+    bool draining_ = false;  // drain(): no more reading
     bool closed_ = false;
     uint64_t idle_since_ms_ = 0;        // last complete query in or answer out
     uint64_t partial_since_ms_ = 0;     // first byte of an incomplete query; 0: none
@@ -110,6 +113,8 @@ class TcpConnections {
     const TcpLimits& limits() const { return limits_; }
     void set_limits(const TcpLimits& limits) { limits_ = limits; }
     size_t size() const { return connections_.size(); }
+    // Every connection drains (TcpConnection::drain); idle ones close now.
+    void drain_all();
 
   private:
     EventLoop& loop_;

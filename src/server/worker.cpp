@@ -36,6 +36,7 @@ Worker::Worker(uint32_t index, ServerShared& shared, WorkerCounters& counters,
     }
     loop_.set_turn_end([this] {
         for (auto& socket : udp_) socket->flush_later_replies();
+        if (draining_) check_drained();
     });
 }
 
@@ -61,9 +62,15 @@ void Worker::accept_tcp(int fd, const sockaddr_storage& peer, socklen_t length) 
 }
 
 void Worker::start_listening() {
-    EventLoop::Registration ignored;
-    for (auto& socket : udp_) loop_.add(socket->fd(), EPOLLIN, socket.get(), ignored);
-    for (auto& acceptor : acceptors_) acceptor->start();
+    const uint32_t events = EPOLLIN | (shared_listeners_ ? EPOLLEXCLUSIVE : 0u);
+    udp_registrations_.assign(udp_.size(), EventLoop::kNoRegistration);
+    for (size_t i = 0; i < udp_.size(); ++i) {
+        loop_.add(udp_[i]->fd(), events, udp_[i].get(), udp_registrations_[i]);
+    }
+    for (auto& acceptor : acceptors_) {
+        acceptor->set_exclusive(shared_listeners_);
+        acceptor->start();
+    }
 }
 
 void Worker::run() {
@@ -79,6 +86,37 @@ void Worker::run_once(int max_wait_ms) {
 void Worker::on_wake() {
     adopt_posted_settings();
     queue_.drain(pipeline_);
+    if (!draining_ && drain_deadline_ms_.load(std::memory_order_acquire) != 0) start_drain();
+}
+
+void Worker::request_drain(uint64_t deadline_ms) {
+    drain_deadline_ms_.store(deadline_ms == 0 ? 1 : deadline_ms, std::memory_order_release);
+    loop_.wake();
+}
+
+void Worker::start_drain() {
+    draining_ = true;
+    for (auto& registration : udp_registrations_) loop_.remove(registration);
+    for (auto& acceptor : acceptors_) acceptor->stop();
+    tcp_.drain_all();
+    drain_timer_ = loop_.add_timer(drain_deadline_ms_.load(std::memory_order_acquire), [this] {
+        drain_timer_ = EventLoop::kNoTimer;
+        drained_ = true;
+        loop_.request_stop();
+    });
+}
+
+void Worker::check_drained() {
+    // Queries waiting on upstream answers are pending clients; queries of no client
+    // (prefetch, a coalesced query's upstream side) may still fill the cache, which is saved
+    // next: wait for them too (the deadline bounds them all).
+    if (drained_ || pipeline_.pending().size() != 0 || resolver_.outstanding() != 0 ||
+        tcp_.size() != 0) {
+        return;
+    }
+    drained_ = true;
+    loop_.cancel_timer(drain_timer_);
+    loop_.request_stop();
 }
 
 void Worker::adopt_posted_settings() {

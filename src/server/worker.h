@@ -5,6 +5,7 @@
 // construction, except post_settings() and request_stop() (any thread).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <span>
 #include <vector>
@@ -35,6 +36,18 @@ class Worker final : public ReplySender {
     // The thread body: returns after request_stop().
     void run();
     void request_stop() { loop_.request_stop(); }
+    // Before run(): the listening sockets are shared with the other workers (inherited), so
+    // they are polled with EPOLLEXCLUSIVE (one worker wakes per datagram or connection).
+    void set_shared_listeners(bool shared) { shared_listeners_ = shared; }
+    // Any thread: the worker stops reading new queries (its UDP sockets and TCP listeners
+    // leave its epoll set: what is queued in them stays there, for the next process when the
+    // sockets are shared), answers every query it has read (those waiting on upstream
+    // queries, those read on open TCP connections, which then close), and run() returns once
+    // nothing is left or at `deadline_ms` on the loop's clock, whichever comes first.
+    void request_drain(uint64_t deadline_ms);
+    // Loop thread: request_drain() came and nothing is left to answer (or its deadline
+    // passed): run() returns at the end of this turn.
+    bool drained() const { return drained_; }
     // Any thread: the worker switches to `settings` at its next wake-up.
     void post_settings(SettingsPtr settings) { mailbox_.post(std::move(settings)); }
 
@@ -50,6 +63,8 @@ class Worker final : public ReplySender {
     void on_wake();
     void adopt_posted_settings();
     void accept_tcp(int fd, const sockaddr_storage& peer, socklen_t length);
+    void start_drain();
+    void check_drained();
 
     SettingsPtr settings_;  // what this worker uses now; the pipeline points into it
     EventLoop loop_;
@@ -60,6 +75,13 @@ class Worker final : public ReplySender {
     QueryPipeline pipeline_;
     TcpConnections tcp_;
     std::vector<std::unique_ptr<UdpSocket>> udp_;
+    std::vector<EventLoop::Registration> udp_registrations_;
+    bool shared_listeners_ = false;
+    // request_drain()'s deadline, from any thread; 0: none asked.
+    std::atomic<uint64_t> drain_deadline_ms_{0};
+    bool draining_ = false;
+    bool drained_ = false;
+    EventLoop::TimerHandle drain_timer_ = EventLoop::kNoTimer;
     std::vector<int> tcp_fds_;  // listening; closed after their listeners are gone
     std::vector<std::unique_ptr<Listener>> acceptors_;
 };

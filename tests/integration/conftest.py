@@ -206,7 +206,7 @@ def split_addr(s):
 
 
 class Daemon:
-    def __init__(self, binary, args, workdir, control, wrapper=(), extra_env=None):
+    def __init__(self, binary, args, workdir, control, wrapper=(), extra_env=None, pass_fds=()):
         self.binary = binary
         self.args = args
         self.workdir = workdir
@@ -222,7 +222,7 @@ class Daemon:
         # `wrapper` (prlimit, setpriv...) must exec the daemon, so the PID stays the daemon's.
         self.proc = subprocess.Popen(list(wrapper) + [binary] + args, stdin=subprocess.DEVNULL,
                                      stdout=self.stdout_file, stderr=subprocess.PIPE, env=env,
-                                     cwd=str(workdir))
+                                     cwd=str(workdir), pass_fds=tuple(pass_fds))
         self.pid = self.proc.pid
         self.stopped_by_test = False
         self.reader = threading.Thread(target=self._drain, daemon=True)
@@ -307,7 +307,7 @@ def daemon(nscache, tmp_path):
     started = []
 
     def start(upstreams, config=None, extra_args=(), threads=2, listen=("127.0.0.1:0",), expect_ready=True,
-              wrapper=(), extra_env=None):
+              wrapper=(), extra_env=None, pass_fds=()):
         if isinstance(upstreams, str):
             upstreams = [upstreams]
         cfg_text = config.read_text() if isinstance(config, Path) else (config or "")
@@ -344,7 +344,7 @@ def daemon(nscache, tmp_path):
             path.write_text("# empty: all defaults\n")
             args += ["--config", str(path)]
         args += list(extra_args)
-        d = Daemon(nscache, args, workdir, control, wrapper, extra_env)
+        d = Daemon(nscache, args, workdir, control, wrapper, extra_env, pass_fds)
         started.append(d)
         if expect_ready:
             if not d.wait_ready(10):

@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Plays systemd's part in socket activation (sd_listen_fds(3)) for the integration tests.
+
+A SocketLauncher binds the sockets once, in the test process: UDP and TCP on one 127.0.0.1 port
+(a large receive buffer, SO_RCVBUFFORCE as root, as the socket unit's ReceiveBuffer=), and
+optionally the control, NSS and nscd unix sockets (listening, as systemd's are). start()
+runs `nscache serve` with them through the `daemon` fixture: the daemon's process is this
+file run as a wrapper (`python3 socket_launcher.py NAMES -- nscache serve ...`), which moves
+the inherited descriptors to 3, 4, ..., sets LISTEN_FDS, LISTEN_FDNAMES and LISTEN_PID (its
+own pid, which exec keeps) and execs the daemon. restart() stops the running daemon (SIGTERM,
+waits for its exit) and starts the next one on the same sockets: what arrives in between
+waits in the kernel's queues, as under `systemctl restart` with nscache.socket.
+
+Reusable by other tests: `SocketLauncher(tmp_path, unix=("control", "nscd"))`, then
+`launcher.start(daemon, upstreams=[...])`.
+"""
+
+import os
+import socket
+import stat
+import sys
+
+RECEIVE_BUFFER = 4 << 20
+SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
+
+
+class SocketLauncher:
+    def __init__(self, workdir, host="127.0.0.1", udp=1, tcp=1, unix=(), paths=None):
+        """`unix`: names among "control", "nss", "nscd" (paths in `workdir` unless `paths`
+        gives them)."""
+        from fakeupstream import free_port_pair  # the tests' own helper: one free port
+
+        self.sockets = []  # (name, socket object)
+        first_udp, first_tcp, self.port = free_port_pair(host)
+        self.host = host
+        udps = [first_udp] + [self._reuse(host, socket.SOCK_DGRAM) for _ in range(udp - 1)]
+        tcps = [first_tcp] + [self._reuse(host, socket.SOCK_STREAM) for _ in range(tcp - 1)]
+        for s in udps:
+            try:
+                s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RECEIVE_BUFFER)
+            except OSError:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER)
+            self.sockets.append(("dns-udp", s))
+        for s in tcps:
+            s.listen(1024)
+            self.sockets.append(("dns-tcp", s))
+        self.paths = {}
+        for name in unix:
+            path = (paths or {}).get(name) or str(workdir / f"launcher-{name}.sock")
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.bind(path)
+            # The modes nscache.socket gives: control 0600, the fronts 0666.
+            os.chmod(path, 0o600 if name == "control" else 0o666)
+            s.listen(4096)
+            self.sockets.append((name, s))
+            self.paths[name] = path
+        self.running = None
+
+    def _reuse(self, host, kind):
+        # More sockets on the same port: SO_REUSEPORT, as ReusePort=yes in a socket unit.
+        s = socket.socket(socket.AF_INET, kind)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if kind == socket.SOCK_STREAM:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((host, self.port))
+        return s
+
+    @property
+    def address(self):
+        return f"{self.host}:{self.port}"
+
+    def wrapper(self):
+        names = ":".join(name for name, _ in self.sockets)
+        fds = ",".join(str(s.fileno()) for _, s in self.sockets)
+        return [sys.executable, os.path.abspath(__file__), fds, names, "--"]
+
+    def start(self, daemon, upstreams, **kwargs):
+        """Starts `nscache serve` through the `daemon` fixture's factory on these sockets."""
+        d = daemon(upstreams, wrapper=self.wrapper(), pass_fds=[s.fileno() for _, s in self.sockets],
+                   **kwargs)
+        self.running = d
+        return d
+
+    def restart(self, daemon, upstreams, **kwargs):
+        """SIGTERM the running daemon, wait for its exit (its code is returned with the new
+        Daemon), start the next one on the same sockets."""
+        old = self.running
+        code = old.stop(timeout=30) if old is not None else None
+        return self.start(daemon, upstreams, **kwargs), code
+
+    def close(self):
+        for _, s in self.sockets:
+            s.close()
+        for path in self.paths.values():
+            try:
+                if stat.S_ISSOCK(os.lstat(path).st_mode):
+                    os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+
+def _exec_with_listen_fds(argv):
+    """The wrapper: FDS NAMES -- PROGRAM ARGS... (the daemon's process from here on)."""
+    fds = [int(f) for f in argv[0].split(",")]
+    names = argv[1]
+    program = argv[3:]
+    # Out of the way first (a passed descriptor may sit where another must go), then 3, 4, ...
+    high = [_dup_above(fd, 3 + len(fds)) for fd in fds]
+    for fd in fds:
+        os.close(fd)
+    for i, fd in enumerate(high):
+        os.dup2(fd, 3 + i)  # dup2 leaves the copy inheritable
+        os.close(fd)
+    env = dict(os.environ)
+    env["LISTEN_FDS"] = str(len(fds))
+    env["LISTEN_FDNAMES"] = names
+    env["LISTEN_PID"] = str(os.getpid())
+    os.execvpe(program[0], program, env)
+
+
+def _dup_above(fd, minimum):
+    import fcntl
+    return fcntl.fcntl(fd, fcntl.F_DUPFD, minimum)
+
+
+if __name__ == "__main__":
+    _exec_with_listen_fds(sys.argv[1:])

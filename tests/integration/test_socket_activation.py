@@ -1,0 +1,144 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Socket activation (issue 20, item 1): the daemon serves on the sockets it is given
+(LISTEN_FDS, as systemd's nscache.socket gives them) instead of binding, and a restart on
+those sockets loses no query. socket_launcher.py plays systemd."""
+
+import os
+import time
+import subprocess
+
+import pytest
+
+from dnshelpers import a_addrs, tcp, udp
+from harness import clean_env
+from socket_launcher import SocketLauncher
+
+
+@pytest.fixture
+def launcher(tmp_path):
+    made = []
+
+    def make(**kwargs):
+        launcher = SocketLauncher(tmp_path, **kwargs)
+        made.append(launcher)
+        return launcher
+
+    yield make
+    for launcher in made:
+        launcher.close()
+
+
+def test_serves_udp_tcp_and_control_on_inherited_sockets(daemon, fake_upstream, launcher):
+    fake_upstream.add("www.fake.test.", "A", 300, "192.0.2.10")
+    l = launcher(unix=("control",))
+    d = l.start(daemon, fake_upstream.addr)
+    assert "socket activation: 3 sockets given" in d.stderr_text()
+    assert a_addrs(udp(l.port, "www.fake.test.")) == ["192.0.2.10"]
+    assert a_addrs(tcp(l.port, "www.fake.test.")) == ["192.0.2.10"]
+    # The control socket is the launcher's, not the one the flags name.
+    r = d.cli("stats", "--control", l.paths["control"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not os.path.exists(d.control)
+    assert d.stop() == 0
+    # Its owner keeps the path: the daemon never unlinks an inherited socket.
+    assert os.path.exists(l.paths["control"])
+
+
+def test_without_listen_pid_of_its_own_the_variables_are_ignored(daemon, fake_upstream):
+    fake_upstream.add("www.fake.test.", "A", 300, "192.0.2.10")
+    d = daemon(fake_upstream.addr, extra_env={"LISTEN_PID": "1", "LISTEN_FDS": "2",
+                                               "LISTEN_FDNAMES": "dns-udp:dns-tcp"})
+    assert "socket activation" not in d.stderr_text()
+    assert a_addrs(udp(d.port, "www.fake.test.")) == ["192.0.2.10"]
+
+
+@pytest.mark.parametrize("names,why", [
+    ("dns-udp:dns-udp", "is not a datagram socket"),
+    ("dns-tcp:bogus", "unknown name 'bogus'"),
+    ("dns-udp", "LISTEN_FDS says 2 descriptors but LISTEN_FDNAMES names 1"),
+])
+def test_wrong_descriptors_are_a_config_error(nscache, tmp_path, launcher, names, why):
+    l = launcher()  # descriptor 3: dns-udp, 4: dns-tcp
+    wrapper = l.wrapper()
+    wrapper[3] = names
+    r = subprocess.run(wrapper + [nscache, "serve", "--upstream", "127.0.0.1:9", "--control",
+                                  str(tmp_path / "c.sock"), "--nss-socket", str(tmp_path / "n.sock")],
+                       pass_fds=[s.fileno() for _, s in l.sockets], capture_output=True, text=True,
+                       timeout=20, env=clean_env())
+    assert r.returncode == 2, r.stderr
+    assert why in r.stderr
+
+
+CACHED = 1000
+MISS_EVERY = 50  # one query in 50 is a name never asked before (through the 200 ms upstream)
+
+
+def _restart_upstream(fake):
+    import dns.rrset
+
+    def generate(qname, rdtype):
+        label = qname.labels[0].decode()
+        if rdtype != 1 or label[:1] not in ("c", "m") or not label[1:].isdigit():
+            return None
+        i = int(label[1:])
+        return [dns.rrset.from_text(qname, 3600, "IN", "A", f"198.51.{i // 250 % 250}.{i % 250 + 1}")]
+
+    fake.generator = generate
+    fake.delay_ms = 200
+
+
+def _expected(name):
+    i = int(name.split(".")[0][1:])
+    return [f"198.51.{i // 250 % 250}.{i % 250 + 1}"]
+
+
+def _pick(i):
+    if i % MISS_EVERY == MISS_EVERY - 1:
+        return f"m{i}.fake.test."
+    return f"c{i % CACHED}.fake.test."
+
+
+def test_restart_under_load_loses_nothing_and_starts_warm(daemon, fake_upstream, launcher, tmp_path):
+    from steady_load import SteadyLoad, unanswered
+
+    _restart_upstream(fake_upstream)
+    cache_file = tmp_path / "cache.bin"
+    config = f'cache-file = "{cache_file}"\nstate-dir = "{tmp_path}"\n'
+    l = launcher()
+    d1 = l.start(daemon, fake_upstream.addr, config=config)
+    # Filled at a pace the fake upstream (a thread per delayed answer) keeps up with.
+    warm = SteadyLoad(l.port, lambda i: f"c{i}.fake.test.", rate=1000, duration=CACHED / 1000).start()
+    missing = unanswered(warm.join(), within=3.0)
+    assert not missing, f"{len(missing)} warm-up queries unanswered"
+    fake_upstream.clear_queries()
+
+    load = SteadyLoad(l.port, _pick, rate=3000, duration=5.0).start()
+    time.sleep(1.5)
+    stopping = time.monotonic()
+    d2, code = l.restart(daemon, fake_upstream.addr, config=config)
+    queries = load.join()
+    assert code == 0, d1.stderr_text()[-3000:]
+    old_log = d1.stderr_text()
+    assert "draining" in old_log and "saved" in old_log, old_log[-3000:]
+
+    lost = unanswered(queries, within=2.0)
+    assert not lost, (f"{len(lost)} of {len(queries)} queries unanswered within 2 s, first at "
+                      f"{lost[0].sent - stopping:+.3f} s from SIGTERM\nold:\n{old_log[-2000:]}\n"
+                      f"new:\n{d2.stderr_text()[-2000:]}")
+    assert all(q.rcode() == 0 for q in queries), "an answer was not NOERROR"
+    # Misses in flight at SIGTERM, and every other, carry the upstream's data.
+    for q in queries:
+        assert q.a_addrs() == _expected(q.name), (q.name, q.a_addrs())
+    in_flight = [q for q in queries if q.name.startswith("m") and q.sent < stopping < q.answered]
+    assert in_flight, "no miss was in flight at SIGTERM: the test did not test the drain"
+
+    # The new process's first second: its cached names come from the cache file.
+    exited = stopping + (d1.proc.returncode is not None and 0)  # SIGTERM sent at `stopping`
+    first_second = {q.name for q in queries
+                    if q.name.startswith("c") and exited <= q.sent and q.answered and
+                    q.answered > stopping and q.sent < stopping + 1.0}
+    asked_upstream = {e["name"] for e in fake_upstream.queries if e["time"] >= stopping}
+    warm_hits = [n for n in first_second if n.lower() not in asked_upstream]
+    assert first_second, "no cached name was queried around the restart"
+    assert len(warm_hits) >= 0.95 * len(first_second), \
+        f"{len(first_second) - len(warm_hits)} of {len(first_second)} cached names went upstream"
