@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 namespace nscache::control {
 namespace {
@@ -15,7 +16,7 @@ constexpr size_t kMaxBody = 2 + kMaxTakeoverFds * (1 + kMaxTakeoverName);
 
 bool name_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           std::strchr(" ._:/@-", c) != nullptr;
+           std::string_view(" ._:/@-").find(c) != std::string_view::npos;  // never NUL
 }
 
 bool valid_name(std::string_view name) {
