@@ -48,6 +48,10 @@ void RuntimeLock::release() {
     fds_.clear();
 }
 
+void RuntimeLock::claim_pid() {
+    for (const auto& [path, fd] : fds_) write_pid(fd);
+}
+
 Result<void> RuntimeLock::acquire(const std::vector<std::string>& paths,
                                   std::map<std::string, int>* inherited) {
     for (const std::string& path : paths) {
@@ -57,7 +61,7 @@ Result<void> RuntimeLock::acquire(const std::vector<std::string>& paths,
             auto it = inherited->find(lock_path);
             if (it != inherited->end() && is_file_at(it->second, lock_path) &&
                 flock(it->second, LOCK_EX | LOCK_NB) == 0) {
-                write_pid(it->second);
+                // The pid stays the running instance's until it drains (claim_pid()).
                 fds_.emplace_back(lock_path, it->second);
                 inherited->erase(it);
                 continue;

@@ -31,6 +31,9 @@ class RuntimeLock {
     // closes the rest.
     Result<void> acquire(const std::vector<std::string>& paths,
                          std::map<std::string, int>* inherited = nullptr);
+    // A takeover is confirmed: every lock file names this process (an inherited one still
+    // named the instance that handed it over, which went on serving if this one failed).
+    void claim_pid();
     // The lock files held, by lock path, for a takeover offer.
     const std::vector<std::pair<std::string, int>>& held() const { return fds_; }
 

@@ -344,6 +344,7 @@ void Daemon::finish_takeover() {
         log_warning("takeover: %s; serving beside it", confirmed.error().c_str());
         return;
     }
+    runtime_lock_.claim_pid();
     log_info("takeover: the previous instance drains; its sockets are served here");
 }
 

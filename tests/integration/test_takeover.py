@@ -198,3 +198,28 @@ def test_an_abandoned_takeover_leaves_the_running_instance_serving(daemon, nsd):
     assert d.proc.poll() is None
     assert a_addrs(udp(d.port, f"www.{ZONE}")) == ["192.0.2.1"]
     assert d.stats()["queries"] >= 1
+
+
+def test_a_new_instance_that_fails_to_start_leaves_the_old_one_serving(daemon, nsd):
+    old = daemon(nsd.addr)
+    port = old.port
+    # It receives the sockets, then fails a later step (an unknown user): it exits with the
+    # reason, and the old one, which never drained, serves on with its paths in place.
+    new = daemon(nsd.addr, listen=(f"127.0.0.1:{port}",), expect_ready=False,
+                 extra_args=same_paths(old, port) + ["--takeover", "--user", "no-such-user-nscache"])
+    assert wait_exit(new, 15) == 1
+    new.stopped_by_test = True
+    assert "no-such-user-nscache" in new.stderr_text()
+    deadline = time.monotonic() + 5
+    while "takeover abandoned" not in old.stderr_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "takeover abandoned" in old.stderr_text()
+    assert old.proc.poll() is None
+    assert os.path.exists(old.control) and os.path.exists(old.workdir / "nss.sock")
+    assert a_addrs(udp(port, f"www.{ZONE}")) == ["192.0.2.1"]
+    assert old.stats()["queries"] >= 1
+    # Its lock is still its own.
+    third = daemon(nsd.addr, expect_ready=False, extra_args=same_paths(old, port))
+    assert wait_exit(third, 10) == 1
+    third.stopped_by_test = True
+    assert f"pid {old.pid}" in third.stderr_text()
