@@ -164,7 +164,8 @@ Result<std::vector<NamedFd>> receive_takeover(int socket_fd) {
         close_fds(fds);
         return Error{std::move(message)};
     };
-    if (msg.msg_flags & MSG_CTRUNC) return fail("the takeover message carried too many descriptors");
+    if (msg.msg_flags & MSG_CTRUNC)
+        return fail("the takeover message carried too many descriptors");
     size_t have = static_cast<size_t>(n);
     if (have == 0) return fail("the running instance closed the connection");
     // A refusal is one text line.

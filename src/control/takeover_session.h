@@ -38,8 +38,8 @@ class TakeoverSession final : public EventHandler {
 
     // Takes `fd` (a connected, non-blocking control client). `done` runs once the session
     // has closed its socket; the owner destroys the session after that event.
-    TakeoverSession(EventLoop& loop, int fd, const ControlAccess& access, const TakeoverHooks& hooks,
-                    std::function<void()> done);
+    TakeoverSession(EventLoop& loop, int fd, const ControlAccess& access,
+                    const TakeoverHooks& hooks, std::function<void()> done);
     ~TakeoverSession();
     TakeoverSession(const TakeoverSession&) = delete;
     TakeoverSession& operator=(const TakeoverSession&) = delete;

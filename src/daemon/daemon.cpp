@@ -2,8 +2,8 @@
 #include "daemon/daemon.h"
 
 #include <fcntl.h>
-#include <sys/socket.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -115,9 +115,9 @@ Result<void> Daemon::take_over() {
                  config_.control.c_str());
         return {};
     }
-    for (const char* name : {InheritedSockets::kDnsUdp, InheritedSockets::kDnsTcp,
-                             InheritedSockets::kControl, InheritedSockets::kNss,
-                             InheritedSockets::kNscd}) {
+    for (const char* name :
+         {InheritedSockets::kDnsUdp, InheritedSockets::kDnsTcp, InheritedSockets::kControl,
+          InheritedSockets::kNss, InheritedSockets::kNscd}) {
         for (int fd : handover->take_all(name)) inherited_.add(name, fd);
     }
     if (auto valid = inherited_.validate(); !valid) {
@@ -351,8 +351,8 @@ void Daemon::finish_takeover() {
 void Daemon::run() {
     const int signal_number = supervisor_->run();
     log_info("shutting down (%s)", supervisor_->stopped_by_request() ? "taken over"
-                                   : signal_number == SIGINT     ? "SIGINT"
-                                                                 : "SIGTERM");
+                                   : signal_number == SIGINT         ? "SIGINT"
+                                                                     : "SIGTERM");
     sd_notify("STOPPING=1");
 }
 

@@ -10,9 +10,8 @@
 // change are named in the log.
 //
 // Threads: run(), attach() and the constructor on the main thread; request_stop() from any
-// thread; request_reload() from any other thread (it waits for the main thread's answer); current(), routing() and
-// upstream_groups() from any thread.
-// Guarantees:
+// thread; request_reload() from any other thread (it waits for the main thread's answer);
+// current(), routing() and upstream_groups() from any thread. Guarantees:
 // - Reloads run one at a time, on the main thread's loop only.
 // - A reload request is answered exactly once: by the reload, or, once run() has returned,
 //   at once with "error: the daemon is shutting down".

@@ -102,9 +102,9 @@ Result<void> Handover::confirm_ready() {
     close(connection_);
     connection_ = -1;
     if (reply.rfind("ok", 0) != 0) {
-        return Error{"the running instance did not confirm it drains (" +
-                     (reply.empty() ? std::string("no answer") : reply.substr(0, reply.find('\n'))) +
-                     ")"};
+        return Error{
+            "the running instance did not confirm it drains (" +
+            (reply.empty() ? std::string("no answer") : reply.substr(0, reply.find('\n'))) + ")"};
     }
     return {};
 }

@@ -63,8 +63,8 @@ Result<std::vector<control::NamedFd>> Daemon::takeover_offer() {
     auto dup_of = [](int fd) { return fcntl(fd, F_DUPFD_CLOEXEC, 0); };
     // Shared sockets (given to this process) are one socket per address, dup'ed per worker:
     // worker 0's are all of them.
-    const size_t workers = sockets_.shared ? std::min<size_t>(1, sockets_.udp.size())
-                                           : sockets_.udp.size();
+    const size_t workers =
+        sockets_.shared ? std::min<size_t>(1, sockets_.udp.size()) : sockets_.udp.size();
     for (size_t w = 0; w < workers; ++w) {
         for (int fd : sockets_.udp[w]) add("dns-udp", dup_of(fd));
         for (int fd : sockets_.tcp[w]) add("dns-tcp", dup_of(fd));
@@ -98,7 +98,8 @@ bool Daemon::load_handed_cache() {
     if (!handover_) return false;
     const int fd = handover_->take("cache");
     if (fd < 0) return false;
-    const Result<uint64_t> loaded = load_cache_from_descriptor(*cache_, fd, settings_->resolver.ttl);
+    const Result<uint64_t> loaded =
+        load_cache_from_descriptor(*cache_, fd, settings_->resolver.ttl);
     close(fd);
     if (!loaded) {
         log_warning("takeover: the running instance's cache was not loaded: %s",

@@ -68,7 +68,7 @@ TEST_F(RuntimeLockTest, AnInheritedDescriptorOfAnotherFileIsNotTheLock) {
     std::map<std::string, int> handed{{path_ + ".lock", other}};
     RuntimeLock second;
     EXPECT_FALSE(second.acquire({path_}, &handed).ok());  // held by `first`: refused as usual
-    EXPECT_EQ(handed.size(), 1u);                          // left to the caller
+    EXPECT_EQ(handed.size(), 1u);                         // left to the caller
     close(other);
 }
 

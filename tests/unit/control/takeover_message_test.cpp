@@ -82,8 +82,8 @@ TEST(TakeoverMessage, NamesRoundTrip) {
     Result<size_t> length = takeover_body_length(std::span(bytes->data(), kTakeoverHeader));
     ASSERT_TRUE(length.ok());
     ASSERT_EQ(*length + kTakeoverHeader, bytes->size());
-    Result<std::vector<std::string>> decoded = decode_takeover_body(
-        std::span(bytes->data() + kTakeoverHeader, *length), names.size());
+    Result<std::vector<std::string>> decoded =
+        decode_takeover_body(std::span(bytes->data() + kTakeoverHeader, *length), names.size());
     ASSERT_TRUE(decoded.ok()) << decoded.error();
     EXPECT_EQ(*decoded, names);
 }
@@ -159,9 +159,9 @@ TEST(TakeoverMessage, AHostilePeersDescriptorsAreClosedOnEveryError) {
     const int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     ASSERT_GE(devnull, 0);
     const std::vector<std::vector<uint8_t>> bad{
-        message({2, 0, 1, 'a'}),        // two named, one name given
-        message({1, 0, 1, 'a', 'x'}),   // bytes after the names
-        message({1, 0, 1, '\n'}),       // a forbidden name
+        message({2, 0, 1, 'a'}),         // two named, one name given
+        message({1, 0, 1, 'a', 'x'}),    // bytes after the names
+        message({1, 0, 1, '\n'}),        // a forbidden name
         {'e', 'r', 'r', 'o', 'r', ':'},  // text with descriptors
     };
     for (const auto& bytes : bad) {

@@ -37,8 +37,8 @@ class TakeoverSessionTest : public ::testing::Test {
         if (peer_ >= 0) close(peer_);
     }
     void start(ControlAccess access = {.owner_uid = geteuid(), .group = std::nullopt}) {
-        session_ = std::make_unique<TakeoverSession>(loop_, server_, access, hooks_,
-                                                     [this] { ++done_; });
+        session_ =
+            std::make_unique<TakeoverSession>(loop_, server_, access, hooks_, [this] { ++done_; });
         session_->start();
     }
     void turn() { loop_.run_once(0); }
