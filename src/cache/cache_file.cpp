@@ -237,32 +237,8 @@ std::string errno_text() {
 
 }  // namespace
 
-Result<uint64_t> dump_cache(const Cache& cache, const std::string& path, uint64_t now_ms,
-                            uint64_t wall_now_ms) {
+Result<uint64_t> dump_cache_fd(const Cache& cache, int fd, uint64_t now_ms, uint64_t wall_now_ms) {
     uint64_t entries = 0;
-    const auto [folder_path, name] = split_path(path);
-    if (name.empty() || name == "." || name == "..") {
-        return Error{"not a file name: " + path};
-    }
-    // Everything below is relative to the folder opened once, so the temporary file, the
-    // rename and the folder's fsync all happen in the same folder.
-    const ScopedFd folder(open(folder_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (folder.get() < 0) {
-        return Error{"cannot open the folder of " + path + ": " + errno_text()};
-    }
-    // One fixed temporary name: a dump cut short by kill -9 leaves a file the next dump
-    // replaces, instead of a new stray per process. The stale one is unlinked (a symlink
-    // planted there goes, its target untouched) and the new one created exclusively without
-    // following links, so the daemon (root, often) never writes through someone's link.
-    const std::string tmp = name + ".tmp";
-    if (unlinkat(folder.get(), tmp.c_str(), 0) != 0 && errno != ENOENT) {
-        return Error{"cannot remove the stale " + path + ".tmp: " + errno_text()};
-    }
-    const int fd = openat(folder.get(), tmp.c_str(),
-                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        return Error{"cannot create " + path + ".tmp: " + errno_text()};
-    }
     uint64_t checksum_state = kFnv1aBasis;
     auto emit = [&](Writer& w) -> bool {
         checksum_state = fnv1a(w.bytes.data(), w.bytes.size(), checksum_state);
@@ -289,11 +265,42 @@ Result<uint64_t> dump_cache(const Cache& cache, const std::string& path, uint64_
             ok = emit(w);
         }
     }
+    if (!ok) return Error{"cannot write the cache: " + errno_text()};
     w.raw(kTrailerMagic, sizeof kTrailerMagic);
     w.u64(entries);
     const uint64_t checksum = checksum_state;
     w.u64(checksum);
-    ok = ok && write_all(fd, w.bytes) && fsync(fd) == 0;
+    if (!write_all(fd, w.bytes)) return Error{"cannot write the cache: " + errno_text()};
+    return entries;
+}
+
+Result<uint64_t> dump_cache(const Cache& cache, const std::string& path, uint64_t now_ms,
+                            uint64_t wall_now_ms) {
+    const auto [folder_path, name] = split_path(path);
+    if (name.empty() || name == "." || name == "..") {
+        return Error{"not a file name: " + path};
+    }
+    // Everything below is relative to the folder opened once, so the temporary file, the
+    // rename and the folder's fsync all happen in the same folder.
+    const ScopedFd folder(open(folder_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (folder.get() < 0) {
+        return Error{"cannot open the folder of " + path + ": " + errno_text()};
+    }
+    // One fixed temporary name: a dump cut short by kill -9 leaves a file the next dump
+    // replaces, instead of a new stray per process. The stale one is unlinked (a symlink
+    // planted there goes, its target untouched) and the new one created exclusively without
+    // following links, so the daemon (root, often) never writes through someone's link.
+    const std::string tmp = name + ".tmp";
+    if (unlinkat(folder.get(), tmp.c_str(), 0) != 0 && errno != ENOENT) {
+        return Error{"cannot remove the stale " + path + ".tmp: " + errno_text()};
+    }
+    const int fd = openat(folder.get(), tmp.c_str(),
+                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        return Error{"cannot create " + path + ".tmp: " + errno_text()};
+    }
+    const Result<uint64_t> written = dump_cache_fd(cache, fd, now_ms, wall_now_ms);
+    const bool ok = written.ok() && fsync(fd) == 0;
     const int saved_errno = errno;
     close(fd);
     // rename replaces whatever is at `path`, a symlink included, and never follows it.
@@ -304,7 +311,7 @@ Result<uint64_t> dump_cache(const Cache& cache, const std::string& path, uint64_
     }
     // The rename itself is durable only once the folder is synced.
     fsync(folder.get());
-    return entries;
+    return written;
 }
 
 Result<uint64_t> load_cache_bytes(Cache& cache, const uint8_t* data, size_t size,
@@ -351,35 +358,39 @@ Result<uint64_t> load_cache_bytes(Cache& cache, const uint8_t* data, size_t size
     return inserted;
 }
 
-Result<uint64_t> load_cache(Cache& cache, const std::string& path, const TtlPolicy& policy,
-                            uint64_t now_ms, uint64_t wall_now_ms) {
-    // O_NOFOLLOW: a symlink is refused, not read through; O_NONBLOCK: a FIFO planted there
-    // cannot hold the control thread in open().
-    const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        return Error{errno == ELOOP ? path + " is a symbolic link: refused"
-                                    : "cannot open " + path + ": " + errno_text()};
-    }
+Result<uint64_t> load_cache_fd(Cache& cache, int fd, const TtlPolicy& policy, uint64_t now_ms,
+                               uint64_t wall_now_ms) {
     struct stat st {};
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-        static_cast<size_t>(st.st_size) > kMaxFileBytes) {
-        close(fd);
-        return Error{path + " is not a regular file of a sane size"};
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0 ||
+        static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
+        return Error{"not a regular file of a sane size"};
     }
     std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
     size_t done = 0;
+    // pread: from offset 0 whatever the descriptor's offset, which is left as it was.
     while (done < bytes.size()) {
-        const ssize_t n = read(fd, bytes.data() + done, bytes.size() - done);
+        const ssize_t n =
+            pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         done += static_cast<size_t>(n);
     }
-    close(fd);
     if (done != bytes.size()) {
-        return Error{"cannot read " + path};
+        return Error{"cannot read the cache file (it shrank or a read failed)"};
     }
-    Result<uint64_t> loaded =
-        load_cache_bytes(cache, bytes.data(), bytes.size(), policy, now_ms, wall_now_ms);
+    return load_cache_bytes(cache, bytes.data(), bytes.size(), policy, now_ms, wall_now_ms);
+}
+
+Result<uint64_t> load_cache(Cache& cache, const std::string& path, const TtlPolicy& policy,
+                            uint64_t now_ms, uint64_t wall_now_ms) {
+    // O_NOFOLLOW: a symlink is refused, not read through; O_NONBLOCK: a FIFO planted there
+    // cannot hold the control thread in open().
+    const ScopedFd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    if (fd.get() < 0) {
+        return Error{errno == ELOOP ? path + " is a symbolic link: refused"
+                                    : "cannot open " + path + ": " + errno_text()};
+    }
+    Result<uint64_t> loaded = load_cache_fd(cache, fd.get(), policy, now_ms, wall_now_ms);
     if (!loaded) return Error{path + ": " + loaded.error()};
     return loaded;
 }

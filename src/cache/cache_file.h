@@ -30,9 +30,22 @@ namespace nscache::cache {
 Result<uint64_t> dump_cache(const Cache& cache, const std::string& path, uint64_t now_ms,
                             uint64_t wall_now_ms);
 
+// The same format written to an open descriptor from its current offset (a memfd handed to
+// another process, for --takeover). No rename, no fsync: the caller owns the descriptor and
+// decides what durability it needs; it stays open. A failed write leaves partial bytes,
+// which load_cache_fd rejects (no trailer, bad checksum).
+Result<uint64_t> dump_cache_fd(const Cache& cache, int fd, uint64_t now_ms, uint64_t wall_now_ms);
+
 // Parses and checks the file fully before inserting anything.
 Result<uint64_t> load_cache(Cache& cache, const std::string& path, const TtlPolicy& policy,
                             uint64_t now_ms, uint64_t wall_now_ms);
+
+// The same load from an open descriptor, which must be a regular file (a memfd is one);
+// it is read from offset 0 whatever its current offset (a memfd just written sits at its
+// end) and left open and at the offset it had. The descriptor may come from another process:
+// every check of load_cache applies.
+Result<uint64_t> load_cache_fd(Cache& cache, int fd, const TtlPolicy& policy, uint64_t now_ms,
+                               uint64_t wall_now_ms);
 
 // The same check and insertion for bytes already in memory (the fuzz target uses this).
 Result<uint64_t> load_cache_bytes(Cache& cache, const uint8_t* data, size_t size,

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -257,6 +258,71 @@ TEST_F(CacheFileTest, AFileWrittenBeforeLoadsAndTheSameCacheIsWrittenAlike) {
     const uint64_t checksum =
         uint64_t{dns::read_u32(trailer_checksum)} << 32 | dns::read_u32(trailer_checksum + 4);
     EXPECT_EQ(fnv1a(kFileOfBefore, body), checksum);
+}
+
+}  // namespace
+}  // namespace nscache::cache
+
+namespace nscache::cache {
+namespace {
+
+// --takeover hands the cache over as a dump in a memfd: written by one process, passed over
+// SCM_RIGHTS and read by the next, its offset at the end where the writer left it.
+TEST_F(CacheFileTest, DumpToAndLoadFromAMemfd) {
+    cache::Cache before(cache::CacheConfig{.budget_bytes = 1 << 20});
+    for (int i = 0; i < 50; ++i)
+        store(before, "m" + std::to_string(i) + ".example.test", 300, kNow);
+    const int fd = memfd_create("nscache-cache", MFD_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    auto dumped = dump_cache_fd(before, fd, kNow + 2000, kWall);
+    ASSERT_TRUE(dumped.ok()) << dumped.error();
+    EXPECT_EQ(dumped.value(), 50u);
+    const off_t end = lseek(fd, 0, SEEK_CUR);
+    EXPECT_GT(end, 0);
+
+    cache::Cache after(cache::CacheConfig{.budget_bytes = 1 << 20});
+    auto loaded = load_cache_fd(after, fd, kPolicy, 42'000, kWall + 10'000);
+    ASSERT_TRUE(loaded.ok()) << loaded.error();
+    EXPECT_EQ(loaded.value(), 50u);
+    EXPECT_EQ(lseek(fd, 0, SEEK_CUR), end) << "the descriptor's offset moved";
+    auto r = find(after, "m7.example.test", 42'000);
+    ASSERT_EQ(r.freshness, cache::Freshness::Fresh);
+    EXPECT_EQ(ttl_of(r, "m7.example.test"), 300u - 12u);
+
+    // The same bytes as the path-based dump writes.
+    ASSERT_TRUE(dump_cache(before, path_, kNow + 2000, kWall).ok());
+    std::string in_memfd(static_cast<size_t>(end), '\0');
+    ASSERT_EQ(pread(fd, in_memfd.data(), in_memfd.size(), 0), end);
+    EXPECT_EQ(in_memfd, read_file(path_));
+    close(fd);
+}
+
+TEST_F(CacheFileTest, LoadFromADescriptorChecksAsMuch) {
+    cache::Cache c(cache::CacheConfig{.budget_bytes = 1 << 20});
+    for (int i = 0; i < 10; ++i) store(c, "n" + std::to_string(i) + ".example.test", 300, kNow);
+    const int fd = memfd_create("nscache-cache", MFD_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(dump_cache_fd(c, fd, kNow, kWall).ok());
+    const off_t size = lseek(fd, 0, SEEK_END);
+    ASSERT_EQ(ftruncate(fd, size - 1), 0);  // the checksum's last byte lost
+    cache::Cache fresh(cache::CacheConfig{.budget_bytes = 1 << 20});
+    EXPECT_FALSE(load_cache_fd(fresh, fd, kPolicy, kNow, kWall).ok());
+    ASSERT_EQ(ftruncate(fd, 0), 0);
+    EXPECT_FALSE(load_cache_fd(fresh, fd, kPolicy, kNow, kWall).ok());
+    close(fd);
+    EXPECT_EQ(fresh.counters().entries, 0u);
+
+    // Not a regular file: refused rather than read until its writer goes.
+    int pipe_fds[2];
+    ASSERT_EQ(pipe2(pipe_fds, O_CLOEXEC), 0);
+    auto loaded = load_cache_fd(fresh, pipe_fds[0], kPolicy, kNow, kWall);
+    EXPECT_FALSE(loaded.ok());
+    EXPECT_NE(loaded.error().find("not a regular file"), std::string::npos) << loaded.error();
+    // A dump into a descriptor that cannot be written says so.
+    EXPECT_FALSE(dump_cache_fd(c, pipe_fds[0], kNow, kWall).ok());
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    EXPECT_FALSE(load_cache_fd(fresh, -1, kPolicy, kNow, kWall).ok());
 }
 
 }  // namespace
