@@ -6,7 +6,7 @@
 //   control, metrics   the control socket and the metrics endpoint
 //   nss, nscd          the local request sockets
 //   lock:PATH.lock     the runtime lock files (runtime_lock.h: the lock passes with them)
-//   cache              a memfd holding a dump of the cache (cache file format)
+//   cache              a sealed memfd holding a dump of the cache (cache file format)
 // The start-up steps take what they serve from here instead of binding, load the cache before
 // any query is read, and once the daemon serves, confirm_ready() tells the running instance
 // to drain. Whatever is still held at destruction is closed: the running instance, which kept

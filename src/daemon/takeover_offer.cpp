@@ -3,12 +3,10 @@
 // and the new instance's cache load from it: Daemon members kept out of daemon.cpp.
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 
 #include "cache/cache_file.h"
@@ -19,38 +17,19 @@
 namespace nscache::daemon {
 namespace {
 
-// The cache in the cache file's format, in a descriptor of its own. Through a private
-// temporary folder until cache_file.h gives an fd-based dump (branch i20-cacheload:
-// dump_cache_fd into a memfd); the file is unlinked at once, only the descriptor remains.
-Result<int> dump_cache_to_descriptor(const cache::Cache& cache) {
-    char folder[] = "/tmp/nscache-takeover.XXXXXX";
-    if (mkdtemp(folder) == nullptr) {
-        return Error{std::string("cannot create a folder for the cache: ") + std::strerror(errno)};
+// The cache in the cache file's format, in a memfd: in memory only, never in a folder
+// another user could reach, and sealed against writes so the receiver reads exactly what was
+// dumped.
+Result<int> dump_cache_to_memfd(const cache::Cache& cache) {
+    const int fd = memfd_create("nscache-takeover-cache", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) return Error{std::string("cannot create a memfd: ") + std::strerror(errno)};
+    const Result<uint64_t> dumped = cache::dump_cache_fd(cache, fd, monotonic_ms(), wall_ms());
+    if (!dumped) {
+        close(fd);
+        return Error{"cannot dump the cache: " + dumped.error()};
     }
-    const std::string path = std::string(folder) + "/cache";
-    const Result<uint64_t> dumped = cache::dump_cache(cache, path, monotonic_ms(), wall_ms());
-    const int fd = dumped ? open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
-    unlink(path.c_str());
-    rmdir(folder);
-    if (!dumped) return Error{"cannot dump the cache: " + dumped.error()};
-    if (fd < 0) return Error{std::string("cannot reopen the cache dump: ") + std::strerror(errno)};
+    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
     return fd;
-}
-
-// load_cache_bytes over the descriptor's whole content (another process's: every check of a
-// cache file applies).
-Result<uint64_t> load_cache_from_descriptor(cache::Cache& cache, int fd,
-                                            const cache::TtlPolicy& policy) {
-    struct stat st {};
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return Error{"not a regular file"};
-    if (st.st_size == 0) return Error{"empty"};
-    void* map = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-    if (map == MAP_FAILED) return Error{std::string("cannot map it: ") + std::strerror(errno)};
-    Result<uint64_t> loaded =
-        cache::load_cache_bytes(cache, static_cast<const uint8_t*>(map),
-                                static_cast<size_t>(st.st_size), policy, monotonic_ms(), wall_ms());
-    munmap(map, static_cast<size_t>(st.st_size));
-    return loaded;
 }
 
 }  // namespace
@@ -77,7 +56,7 @@ Result<std::vector<control::NamedFd>> Daemon::takeover_offer() {
         const int copy = dup_of(fd);
         if (copy >= 0) offer.push_back({"lock:" + path, copy});
     }
-    Result<int> cache_fd = dump_cache_to_descriptor(*cache_);
+    Result<int> cache_fd = dump_cache_to_memfd(*cache_);
     if (!cache_fd) {
         control::close_all(offer);
         return Error{cache_fd.error()};
@@ -99,7 +78,7 @@ bool Daemon::load_handed_cache() {
     const int fd = handover_->take("cache");
     if (fd < 0) return false;
     const Result<uint64_t> loaded =
-        load_cache_from_descriptor(*cache_, fd, settings_->resolver.ttl);
+        cache::load_cache_fd(*cache_, fd, settings_->resolver.ttl, monotonic_ms(), wall_ms());
     close(fd);
     if (!loaded) {
         log_warning("takeover: the running instance's cache was not loaded: %s",
