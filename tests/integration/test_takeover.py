@@ -223,3 +223,21 @@ def test_a_new_instance_that_fails_to_start_leaves_the_old_one_serving(daemon, n
     assert wait_exit(third, 10) == 1
     third.stopped_by_test = True
     assert f"pid {old.pid}" in third.stderr_text()
+
+
+def test_root_takes_over_an_instance_running_as_an_unprivileged_user(daemon, nsd, tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("needs root (the daemon switches users)")
+    config = f'user = "nobody"\nstate-dir = "{tmp_path / "state"}"\n'
+    old = daemon(nsd.addr, config=config)
+    assert "running as user nobody" in old.stderr_text()
+    port = old.port
+    assert a_addrs(udp(port, f"www.{ZONE}")) == ["192.0.2.1"]
+    new = successor(daemon, old, nsd.addr, port, "--config", str(old.workdir / "nscache.toml"))
+    old.stopped_by_test = True
+    assert wait_exit(old, 15) == 0, old.stderr_text()
+    text = new.stderr_text()
+    assert "loaded 1 entries from the running instance" in text, text
+    assert "running as user nobody" in text
+    assert a_addrs(udp(port, f"www.{ZONE}")) == ["192.0.2.1"]
+    assert new.stats()["queries"] >= 1
