@@ -3,11 +3,12 @@
 // and the new instance's cache load from it: Daemon members kept out of daemon.cpp.
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <set>
 
 #include "cache/cache_file.h"
 #include "common/clock.h"
@@ -40,13 +41,19 @@ Result<std::vector<control::NamedFd>> Daemon::takeover_offer() {
         if (fd >= 0) offer.push_back({name, fd});
     };
     auto dup_of = [](int fd) { return fcntl(fd, F_DUPFD_CLOEXEC, 0); };
-    // Shared sockets (given to this process) are one socket per address, dup'ed per worker:
-    // worker 0's are all of them.
-    const size_t workers =
-        sockets_.shared ? std::min<size_t>(1, sockets_.udp.size()) : sockets_.udp.size();
-    for (size_t w = 0; w < workers; ++w) {
-        for (int fd : sockets_.udp[w]) add("dns-udp", dup_of(fd));
-        for (int fd : sockets_.tcp[w]) add("dns-tcp", dup_of(fd));
+    // Each socket once: shared ones (given to this process) are one socket dup'ed per
+    // worker, beside per-worker SO_REUSEPORT ones. A socket's inode names it. None may be
+    // left out: what the kernel queues on it would be lost when this process exits.
+    std::set<ino_t> offered;
+    for (const bool udp : {true, false}) {
+        for (const auto& per_worker : udp ? sockets_.udp : sockets_.tcp) {
+            for (int fd : per_worker) {
+                struct stat st {};
+                if (fstat(fd, &st) == 0 && offered.insert(st.st_ino).second) {
+                    add(udp ? "dns-udp" : "dns-tcp", dup_of(fd));
+                }
+            }
+        }
     }
     add("control", control_server_->dup_control_fd());
     add("metrics", control_server_->dup_metrics_fd());

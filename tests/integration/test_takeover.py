@@ -241,3 +241,23 @@ def test_root_takes_over_an_instance_running_as_an_unprivileged_user(daemon, nsd
     assert "running as user nobody" in text
     assert a_addrs(udp(port, f"www.{ZONE}")) == ["192.0.2.1"]
     assert new.stats()["queries"] >= 1
+
+
+def test_a_listen_address_the_old_instance_lacked_is_bound_beside_its_sockets(daemon, nsd):
+    old = daemon(nsd.addr)
+    port = old.port
+    new = daemon(nsd.addr, listen=(f"127.0.0.1:{port}", "127.0.0.2:0"),
+                 extra_args=same_paths(old, port) + ["--takeover"])
+    new.control = old.control
+    old.stopped_by_test = True
+    assert wait_exit(old, 15) == 0, old.stderr_text()
+    assert a_addrs(udp(port, f"www.{ZONE}")) == ["192.0.2.1"]
+    added = new.listening[("udp", "127.0.0.2")]
+    assert a_addrs(udp(added, f"www.{ZONE}", host="127.0.0.2")) == ["192.0.2.1"]
+    # Taken over in turn, the new one hands over both (none is left unread).
+    newer = successor(daemon, new, nsd.addr, port)
+    new.stopped_by_test = True
+    assert wait_exit(new, 15) == 0, new.stderr_text()
+    assert a_addrs(udp(added, f"www.{ZONE}", host="127.0.0.2")) == ["192.0.2.1"]
+    assert a_addrs(udp(port, f"www.{ZONE}")) == ["192.0.2.1"]
+    assert newer.stats()["queries"] >= 2
