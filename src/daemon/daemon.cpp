@@ -5,10 +5,12 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <map>
 #include <span>
@@ -71,6 +73,18 @@ SocketAddress local_address(int fd) {
     return SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&ss), len);
 }
 
+// The path a unix socket is bound to ("" if none).
+std::string unix_path(int fd) {
+    sockaddr_un addr{};
+    socklen_t len = sizeof addr;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+        addr.sun_family != AF_UNIX || len <= offsetof(sockaddr_un, sun_path)) {
+        return {};
+    }
+    return std::string(addr.sun_path,
+                       strnlen(addr.sun_path, len - offsetof(sockaddr_un, sun_path)));
+}
+
 // What a drain may take past query-timeout: the last answers written, the loops' turns.
 constexpr uint64_t kDrainMarginMs = 1000;
 
@@ -116,10 +130,25 @@ Result<void> Daemon::take_over() {
                  config_.control.c_str());
         return {};
     }
-    for (const char* name :
-         {InheritedSockets::kDnsUdp, InheritedSockets::kDnsTcp, InheritedSockets::kControl,
-          InheritedSockets::kNss, InheritedSockets::kNscd}) {
+    for (const char* name : {InheritedSockets::kDnsUdp, InheritedSockets::kDnsTcp}) {
         for (int fd : handover->take_all(name)) inherited_.add(name, fd);
+    }
+    // A local socket is served only at the path configured here (another path: this
+    // instance binds its own, and the old one's stays with it).
+    const std::pair<const char*, std::string> local[] = {
+        {InheritedSockets::kControl, config_.control},
+        {InheritedSockets::kNss, config_.nss ? config_.nss_socket : std::string()},
+        {InheritedSockets::kNscd, config_.nscd_socket}};
+    for (const auto& [name, path] : local) {
+        const int fd = handover->take(name);
+        if (fd < 0) continue;
+        if (!path.empty() && unix_path(fd) == path) {
+            inherited_.add(name, fd);
+        } else {
+            log_info("--takeover: the running instance's %s socket (%s) is not configured here",
+                     name, unix_path(fd).c_str());
+            close(fd);
+        }
     }
     if (auto valid = inherited_.validate(); !valid) {
         return Error{"--takeover: the running instance handed over " + valid.error()};

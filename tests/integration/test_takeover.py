@@ -29,6 +29,16 @@ def successor(daemon, first, upstream, port, *more):
     return d
 
 
+def wait_for_log(d, text, timeout=5.0):
+    """Whether `text` shows in d's log within `timeout` (its lines are read by a thread)."""
+    deadline = time.monotonic() + timeout
+    while text not in d.stderr_text():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def wait_exit(d, timeout):
     try:
         return d.proc.wait(timeout=timeout)
@@ -181,7 +191,7 @@ def test_a_control_group_member_may_not_take_over(daemon, nsd, tmp_path):
         shutil.rmtree(folder, ignore_errors=True)
     assert r.returncode == 0, r.stderr
     assert "b'error: p'" in r.stdout and ", 0)" in r.stdout, r.stdout
-    assert "takeover refused: permission denied" in d.stderr_text()
+    assert wait_for_log(d, "takeover refused: permission denied")
     assert a_addrs(udp(d.port, f"www.{ZONE}")) == ["192.0.2.1"]
 
 
@@ -191,10 +201,7 @@ def test_an_abandoned_takeover_leaves_the_running_instance_serving(daemon, nsd):
     r = ask_takeover(d.control)
     assert r.returncode == 0, r.stderr
     assert "b'NSCTAKE1'" in r.stdout, r.stdout
-    deadline = time.monotonic() + 5
-    while "takeover abandoned" not in d.stderr_text() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert "takeover abandoned" in d.stderr_text()
+    assert wait_for_log(d, "takeover abandoned")
     assert d.proc.poll() is None
     assert a_addrs(udp(d.port, f"www.{ZONE}")) == ["192.0.2.1"]
     assert d.stats()["queries"] >= 1
@@ -210,10 +217,7 @@ def test_a_new_instance_that_fails_to_start_leaves_the_old_one_serving(daemon, n
     assert wait_exit(new, 15) == 1
     new.stopped_by_test = True
     assert "no-such-user-nscache" in new.stderr_text()
-    deadline = time.monotonic() + 5
-    while "takeover abandoned" not in old.stderr_text() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert "takeover abandoned" in old.stderr_text()
+    assert wait_for_log(old, "takeover abandoned")
     assert old.proc.poll() is None
     assert os.path.exists(old.control) and os.path.exists(old.workdir / "nss.sock")
     assert a_addrs(udp(port, f"www.{ZONE}")) == ["192.0.2.1"]
@@ -261,3 +265,18 @@ def test_a_listen_address_the_old_instance_lacked_is_bound_beside_its_sockets(da
     assert a_addrs(udp(added, f"www.{ZONE}", host="127.0.0.2")) == ["192.0.2.1"]
     assert a_addrs(udp(port, f"www.{ZONE}")) == ["192.0.2.1"]
     assert newer.stats()["queries"] >= 2
+
+
+def test_a_local_socket_at_another_path_is_not_taken(daemon, nsd):
+    old = daemon(nsd.addr)
+    port = old.port
+    # Same control socket, another NSS socket: the new one binds its own NSS socket and leaves
+    # the old one's where it is.
+    new = daemon(nsd.addr, listen=(f"127.0.0.1:{port}",), extra_args=["--control", old.control, "--takeover"])
+    new.control = old.control
+    old.stopped_by_test = True
+    assert wait_exit(old, 15) == 0, old.stderr_text()
+    assert "running instance's nss socket (" in new.stderr_text()
+    assert "is not configured here" in new.stderr_text()
+    assert os.path.exists(new.workdir / "nss.sock")
+    assert a_addrs(udp(port, f"www.{ZONE}")) == ["192.0.2.1"]
