@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "control/control_server.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -140,6 +142,42 @@ TEST_F(ControlServerTest, DumpAndLoadStayInTheStateFolder) {
     EXPECT_EQ(server_->execute("load x.dump"),
               "ok\nloaded 0 entries from " + folder_ + "/x.dump\n");
     unlink((folder_ + "/x.dump").c_str());
+}
+
+}  // namespace
+}  // namespace nscache::control
+
+namespace nscache::control {
+namespace {
+
+TEST_F(ControlServerTest, TakeoverIsRefusedWithoutItsHooks) {
+    start();
+    EXPECT_EQ(request("takeover\n"), "error: takeover is not available\n");
+    EXPECT_EQ(request("stats\n").rfind("ok\n", 0), 0u);  // and the server serves on
+}
+
+// The connection hands its socket to the takeover session, which sends the offer, waits for
+// "ready" (on a deadline of its own: TakeoverSessionTest) and drains once; a second takeover
+// while one waits is refused, and any after the drain.
+TEST_F(ControlServerTest, TakeoverHandsTheOfferAndDrainsOnReady) {
+    std::atomic<int> drains{0};
+    options_.takeover.offer = []() -> Result<std::vector<NamedFd>> {
+        return std::vector<NamedFd>{{"cache", open("/dev/null", O_RDONLY | O_CLOEXEC)}};
+    };
+    options_.takeover.drain = [&drains] { ++drains; };
+    start();
+    const int fd = connect_client();
+    ASSERT_EQ(send(fd, "takeover\n", 9, MSG_NOSIGNAL), 9);
+    Result<std::vector<NamedFd>> offer = receive_takeover(fd);
+    ASSERT_TRUE(offer.ok()) << offer.error();
+    ASSERT_EQ(offer->size(), 1u);
+    close_all(*offer);
+    EXPECT_EQ(request("takeover\n"), "error: a takeover is already in progress\n");
+    EXPECT_EQ(drains.load(), 0);
+    ASSERT_EQ(send(fd, "ready\n", 6, MSG_NOSIGNAL), 6);
+    EXPECT_EQ(read_all(fd), "ok draining\n");
+    EXPECT_EQ(drains.load(), 1);
+    EXPECT_EQ(request("takeover\n"), "error: this instance is draining\n");
 }
 
 }  // namespace
