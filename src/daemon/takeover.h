@@ -46,7 +46,8 @@ class Handover {
     // The lock files, by lock path, for RuntimeLock::acquire (those it leaves stay ours).
     std::map<std::string, int>& locks() { return locks_; }
 
-    // The daemon serves: tells the running instance to drain. True once it has confirmed.
+    // The daemon serves: tells the running instance to drain; an error when it did not
+    // confirm (then both serve until the old one is stopped).
     Result<void> confirm_ready();
     bool active() const { return connection_ >= 0; }
 
