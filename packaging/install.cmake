@@ -52,6 +52,10 @@ install(CODE "
   endif()
   file(INSTALL \"${NSCACHE_INSTALL_STAGING}/nscache.service\"
        DESTINATION \"\${_unit_dir}\" FILE_PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+  # The DNS sockets systemd holds across restarts (socket activation).
+  file(INSTALL \"${CMAKE_SOURCE_DIR}/packaging/nscache.socket\"
+               \"${CMAKE_SOURCE_DIR}/packaging/nscache-tcp.socket\"
+       DESTINATION \"\${_unit_dir}\" FILE_PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
 
   # The default configuration, only where none exists: a local one is never overwritten.
   if(EXISTS \"\${_destdir}/etc/nscache/nscache.toml\")

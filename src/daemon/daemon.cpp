@@ -102,6 +102,7 @@ Daemon::Daemon(const ConfigSource& source, const Config& config)
     : source_(source), config_(config) {}
 
 Daemon::~Daemon() {
+    nscd_refuser_.stop();  // before the socket it accepts on is closed
     // The front's thread serves nss_ and nscd_, which go before it (member order): it stops
     // first, whatever step ran last (stop() is a no-op when it never started or has stopped).
     if (host_front_) host_front_->stop();
@@ -116,6 +117,12 @@ Result<void> Daemon::take_inherited_sockets() {
     inherited_ = std::move(*given);
     if (!inherited_.empty()) {
         log_info("socket activation: %zu sockets given", inherited_.size());
+    }
+    const bool looks_up_users = !config_.user.empty() || !config_.control_group.empty();
+    for (const auto& [name, fd] : inherited_.entries()) {
+        if (name == InheritedSockets::kNscd && looks_up_users && !config_.nscd_socket.empty()) {
+            nscd_refuser_.start(fd);
+        }
     }
     return {};
 }
@@ -369,6 +376,7 @@ void Daemon::start_threads() {
     }
     control_server_->start();
     // The nscd socket listens only now: the privilege drop's initgroups() must not wait on it.
+    nscd_refuser_.stop();
     if (host_front_) host_front_->start();
     SupervisedParts parts{
         {}, nss_.get(), nscd_.get(), control_server_.get(), cache_.get(), resolver_shared_.get()};
@@ -410,6 +418,11 @@ void Daemon::finish_takeover() {
 
 void Daemon::run() {
     const int signal_number = supervisor_->run();
+    {
+        // No offer from here on: the drain closes the sockets an offer would duplicate.
+        MutexLock lock(offer_mu_);
+        stopping_ = true;
+    }
     log_info("shutting down (%s)", supervisor_->stopped_by_request() ? "taken over"
                                    : signal_number == SIGINT         ? "SIGINT"
                                                                      : "SIGTERM");

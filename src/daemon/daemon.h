@@ -9,7 +9,8 @@
 // - A step that fails returns why (the caller logs it and exits with that step's code); what
 //   the earlier steps built is released by the destructor, listening sockets included.
 // - Sockets are bound and the cache file read before privileges are dropped; nothing listens
-//   on the nscd socket before the drop (initgroups() must not wait on it).
+//   on the nscd socket before the drop (initgroups() must not wait on it); an inherited one,
+//   which listens already, closes each connection at once until the front serves it.
 // - "ready" is logged, and READY=1 sent, only once every thread runs.
 // - The host front's thread is stopped before the protocols it serves are destroyed, whatever
 //   step ran last (the destructor stops it first).
@@ -25,11 +26,13 @@
 #include "cache/cache.h"
 #include "common/counters.h"
 #include "common/inherited_sockets.h"
+#include "common/mutex.h"
 #include "common/result.h"
 #include "common/runtime_lock.h"
 #include "config/config.h"
 #include "config/config_source.h"
 #include "control/control_server.h"
+#include "daemon/nscd_refuser.h"
 #include "daemon/privileges.h"
 #include "daemon/supervisor.h"
 #include "daemon/takeover.h"
@@ -116,6 +119,10 @@ class Daemon {
 
     InheritedSockets inherited_;
     std::unique_ptr<Handover> handover_;  // --takeover, until finish_takeover()
+    // A takeover offer (control thread) and the start of the drain (main thread) exclude each
+    // other: an offer never duplicates a descriptor the drain is closing.
+    Mutex offer_mu_;
+    bool stopping_ NSCACHE_GUARDED_BY(offer_mu_) = false;
     RuntimeLock runtime_lock_;
     uint64_t started_ms_ = 0;
     std::unique_ptr<cache::Cache> cache_;
@@ -140,6 +147,9 @@ class Daemon {
     std::vector<std::unique_ptr<server::Worker>> workers_;
     std::vector<std::thread> threads_;
     std::atomic<unsigned> workers_done_{0};  // worker threads whose run() returned
+    // An inherited nscd socket while the daemon's own user lookups may ask it (until the
+    // host front accepts on it).
+    NscdRefuser nscd_refuser_;
 };
 
 }  // namespace nscache::daemon

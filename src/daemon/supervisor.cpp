@@ -143,9 +143,9 @@ int Supervisor::run() {
 }
 
 bool Supervisor::wait_until(const std::function<bool()>& done, uint64_t deadline_ms) {
-    const int signals_before = stop_signals_;
+    // The first signal ended run(); any other (even one read in the same batch) ends this.
     while (!done()) {
-        if (stop_signals_ != signals_before) return false;
+        if (stop_signals_ > 1) return false;
         const uint64_t now = monotonic_ms();
         if (now >= deadline_ms) return false;
         loop_.run_once(static_cast<int>(std::min<uint64_t>(deadline_ms - now, 1000)));

@@ -36,6 +36,8 @@ Result<int> dump_cache_to_memfd(const cache::Cache& cache) {
 }  // namespace
 
 Result<std::vector<control::NamedFd>> Daemon::takeover_offer() {
+    MutexLock lock(offer_mu_);
+    if (stopping_) return Error{"this instance is stopping"};
     std::vector<control::NamedFd> offer;
     auto add = [&offer](const char* name, int fd) {
         if (fd >= 0) offer.push_back({name, fd});

@@ -19,12 +19,17 @@ RequestSocket::RequestSocket(EventLoop& loop, RequestHandler& handler, RequestSo
                    options_.max_per_user) {}
 
 RequestSocket::~RequestSocket() {
+    close();
+}
+
+void RequestSocket::close() {
     listener_.reset();
     connections_.clear();
     if (fd_ >= 0) {
-        close(fd_);
+        ::close(fd_);
         if (owns_path_.load(std::memory_order_relaxed)) unlink(options_.path.c_str());
     }
+    fd_ = -1;
 }
 
 int RequestSocket::dup_fd() const {
@@ -57,7 +62,7 @@ Result<void> RequestSocket::bind() {
     const int bind_errno = errno;
     umask(old_mask);
     if (!bound) {
-        close(fd_);
+        ::close(fd_);
         fd_ = -1;
         return Error{"cannot bind " + options_.what + " " + options_.path + ": " +
                      std::strerror(bind_errno)};

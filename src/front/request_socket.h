@@ -63,6 +63,11 @@ class RequestSocket {
     RequestConnection* find(uint64_t id) { return connections_.find(id); }
     // Closes every client (before the handler goes).
     void close_clients() { connections_.clear(); }
+    // At shutdown, once the loop no longer runs: every client, then the socket (its path
+    // unlinked if bound here), so that clients fall back at once instead of waiting in a
+    // backlog nobody serves; an inherited socket stays open in its owner, whose backlog the
+    // next process serves.
+    void close();
 
   private:
     EventLoop& loop_;

@@ -135,6 +135,9 @@ void NscdServer::on_stopped() {
     serving_ = false;
     others_.stop();
     map_.shutdown();
+    // Lookups the front had not answered: their clients fall back to NSS now, not after the
+    // workers' drain.
+    socket_.close();
 }
 
 void NscdServer::on_wake() {

@@ -72,7 +72,8 @@ class NscdServer final : public front::Protocol {
     void start() override;
     void on_thread_start() override;
     void on_wake() override;
-    // Tells clients the map is gone (they use NSS at once).
+    // Tells clients the map is gone (they use NSS at once), then closes the socket and its
+    // clients (RequestSocket::close).
     void on_stopped() override;
 
     // RequestHandler: glibc's nscd requests (nscd/protocol.h).

@@ -57,6 +57,8 @@ class NssServer final : public front::Protocol {
     void host_done(uint64_t id, const hostdb::HostAnswer& answer) override;
     void hosts_changed() override { map_.invalidate_all(); }
     void start() override { socket_.start(); }
+    // Clients and socket closed (RequestSocket::close): the module falls back at once.
+    void on_stopped() override { socket_.close(); }
 
     // RequestHandler: the NSS socket's requests (nss/protocol.h).
     size_t request_size(std::span<const uint8_t> in) const override;

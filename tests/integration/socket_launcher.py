@@ -31,10 +31,12 @@ class SocketLauncher:
         from fakeupstream import free_port_pair  # the tests' own helper: one free port
 
         self.sockets = []  # (name, socket object)
-        first_udp, first_tcp, self.port = free_port_pair(host)
         self.host = host
-        udps = [first_udp] + [self._reuse(host, socket.SOCK_DGRAM) for _ in range(udp - 1)]
-        tcps = [first_tcp] + [self._reuse(host, socket.SOCK_STREAM) for _ in range(tcp - 1)]
+        if udp == 1 and tcp == 1:
+            first_udp, first_tcp, self.port = free_port_pair(host)
+            udps, tcps = [first_udp], [first_tcp]
+        else:
+            udps, tcps = self._reuseport_sockets(host, udp, tcp)
         for s in udps:
             try:
                 s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RECEIVE_BUFFER)
@@ -60,14 +62,29 @@ class SocketLauncher:
             self.paths[name] = path
         self.running = None
 
-    def _reuse(self, host, kind):
-        # More sockets on the same port: SO_REUSEPORT, as ReusePort=yes in a socket unit.
-        s = socket.socket(socket.AF_INET, kind)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        if kind == socket.SOCK_STREAM:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind((host, self.port))
-        return s
+    def _reuseport_sockets(self, host, udp, tcp, attempts=20):
+        # Several sockets on one port: SO_REUSEPORT on each, as ReusePort=yes in a socket unit
+        # (or one per worker of a running nscache). A port another test took meanwhile: again.
+        last = None
+        for _ in range(attempts):
+            made = []
+            try:
+                port = 0
+                for kind, count in ((socket.SOCK_DGRAM, udp), (socket.SOCK_STREAM, tcp)):
+                    for _ in range(count):
+                        s = socket.socket(socket.AF_INET, kind)
+                        made.append(s)
+                        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+                        s.bind((host, port))
+                        port = s.getsockname()[1]
+                self.port = port
+                return ([s for s in made if s.type == socket.SOCK_DGRAM],
+                        [s for s in made if s.type == socket.SOCK_STREAM])
+            except OSError as e:
+                last = e
+                for s in made:
+                    s.close()
+        raise last
 
     @property
     def address(self):

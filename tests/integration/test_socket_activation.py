@@ -44,6 +44,23 @@ def test_serves_udp_tcp_and_control_on_inherited_sockets(daemon, fake_upstream, 
     assert os.path.exists(l.paths["control"])
 
 
+@pytest.mark.parametrize("sockets,threads", [(1, 3), (2, 2), (4, 2)])
+def test_several_workers_share_or_split_the_given_sockets(daemon, fake_upstream, launcher, sockets, threads):
+    """One socket for three workers: shared (each polls it); as many as the workers (or a
+    multiple, SO_REUSEPORT on one port): one each. Every query is answered either way."""
+    from steady_load import SteadyLoad, unanswered
+
+    for i in range(50):
+        fake_upstream.add(f"s{i}.fake.test.", "A", 300, "192.0.2.77")
+    l = launcher(udp=sockets, tcp=sockets)
+    l.start(daemon, fake_upstream.addr, threads=threads)
+    queries = SteadyLoad(l.port, lambda i: f"s{i % 50}.fake.test.", rate=500, duration=1.0).start().join()
+    assert not unanswered(queries, within=3.0)
+    assert all(q.a_addrs() == ["192.0.2.77"] for q in queries)
+    for _ in range(2 * sockets):
+        assert a_addrs(tcp(l.port, "s1.fake.test.")) == ["192.0.2.77"]
+
+
 def test_without_listen_pid_of_its_own_the_variables_are_ignored(daemon, fake_upstream):
     fake_upstream.add("www.fake.test.", "A", 300, "192.0.2.10")
     d = daemon(fake_upstream.addr, extra_env={"LISTEN_PID": "1", "LISTEN_FDS": "2",
@@ -142,3 +159,63 @@ def test_restart_under_load_loses_nothing_and_starts_warm(daemon, fake_upstream,
     assert first_second, "no cached name was queried around the restart"
     assert len(warm_hits) >= 0.95 * len(first_second), \
         f"{len(first_second) - len(warm_hits)} of {len(first_second)} cached names went upstream"
+
+
+def test_drain_answers_the_miss_in_flight_while_control_answers_and_fronts_are_closed(daemon, fake_upstream):
+    """SIGTERM with a miss waiting on a slow upstream: the daemon keeps running until it is
+    answered (with the upstream's data); meanwhile the control socket answers and the NSS
+    socket is gone (its clients fall back at once instead of waiting in a backlog)."""
+    import signal
+    import socket as socketlib
+
+    from dnshelpers import make_query, wait_until
+
+    fake_upstream.add("slow.fake.test.", "A", 300, "192.0.2.99")
+    fake_upstream.delays["slow.fake.test."] = 1500
+    d = daemon(fake_upstream.addr)
+    nss_socket = d.workdir / "nss.sock"
+    assert nss_socket.exists()
+    client = socketlib.socket(socketlib.AF_INET, socketlib.SOCK_DGRAM)
+    client.settimeout(10)
+    client.sendto(make_query("slow.fake.test.", "A").to_wire(), ("127.0.0.1", d.port))
+    assert wait_until(lambda: fake_upstream.count(name="slow.fake.test.") == 1)
+    d.stopped_by_test = True
+    os.kill(d.pid, signal.SIGTERM)
+    assert wait_until(lambda: "draining" in d.stderr_text()), d.stderr_text()
+    assert d.proc.poll() is None, "exited before the miss in flight was answered"
+    assert not nss_socket.exists()
+    r = d.cli("stats", "--control", d.control)
+    assert r.returncode == 0, f"control did not answer during the drain: {r.stdout}{r.stderr}"
+    import dns.message
+    reply = dns.message.from_wire(client.recvfrom(4096)[0])
+    assert reply.rcode() == 0 and [rd.address for rrset in reply.answer for rd in rrset] == ["192.0.2.99"]
+    assert d.proc.wait(10) == 0
+    assert "drained in" in d.stderr_text()
+    client.close()
+
+
+def test_a_second_sigterm_ends_the_drain_at_once_and_still_saves_the_cache(daemon, fake_upstream, tmp_path):
+    import signal
+
+    from dnshelpers import make_query, wait_until
+
+    fake_upstream.add("slow.fake.test.", "A", 300, "192.0.2.99")
+    fake_upstream.add("www.fake.test.", "A", 300, "192.0.2.10")
+    fake_upstream.mode = "normal"
+    cache_file = tmp_path / "cache.bin"
+    d = daemon(fake_upstream.addr, config=f'cache-file = "{cache_file}"\nstate-dir = "{tmp_path}"\n')
+    assert a_addrs(udp(d.port, "www.fake.test.")) == ["192.0.2.10"]
+    fake_upstream.mode = "drop"  # the miss below is never answered: only the deadline would end it
+    import socket as socketlib
+    client = socketlib.socket(socketlib.AF_INET, socketlib.SOCK_DGRAM)
+    client.sendto(make_query("slow.fake.test.", "A").to_wire(), ("127.0.0.1", d.port))
+    assert wait_until(lambda: fake_upstream.count(name="slow.fake.test.") >= 1)
+    d.stopped_by_test = True
+    os.kill(d.pid, signal.SIGTERM)
+    assert wait_until(lambda: "draining" in d.stderr_text())
+    os.kill(d.pid, signal.SIGTERM)
+    assert d.proc.wait(10) == 0
+    log = d.stderr_text()
+    assert "drain cut short by a second signal" in log, log
+    assert "saved" in log and cache_file.exists(), log
+    client.close()

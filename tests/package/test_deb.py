@@ -178,6 +178,7 @@ def test_package_contents(debs):
 
     daemon = listing(debs["nscache"])
     for path in ("/usr/bin/nscache", "/etc/nscache/nscache.toml", "/lib/systemd/system/nscache.service",
+                 "/lib/systemd/system/nscache.socket", "/lib/systemd/system/nscache-tcp.socket",
                  "/usr/lib/sysusers.d/nscache.conf", "/usr/share/man/man8/nscache.8.gz",
                  "/usr/share/doc/nscache/copyright", "/usr/share/doc/nscache/nss.md"):
         assert path in daemon, path
@@ -204,6 +205,9 @@ def test_install_run_remove_purge(root, debs):
     assert "/etc/nscache/nscache.toml" in root.run("dpkg-query -W -f '${Conffiles}' nscache").stdout
     assert root.exists(f"/usr/lib/{multiarch()}/libnss_nscache.so.2")
     assert root.exists("/etc/systemd/system/multi-user.target.wants/nscache.service")
+    # The DNS sockets systemd holds across restarts (socket activation), enabled too.
+    for unit in ("nscache.socket", "nscache-tcp.socket"):
+        assert root.exists(f"/etc/systemd/system/sockets.target.wants/{unit}"), unit
     user = root.run("getent passwd nscache").stdout.strip().split(":")
     assert user[5] == "/nonexistent" and user[6].endswith("nologin"), user
     # Neither name service file is touched: the administrator decides.
@@ -252,6 +256,7 @@ def test_install_run_remove_purge(root, debs):
     root.run("dpkg -P nscache libnss-nscache")
     assert root.run("getent passwd nscache", check=False).returncode == 2
     assert root.run("getent group nscache", check=False).returncode == 2
-    for gone in ("/etc/nscache", "/var/lib/nscache", "/etc/systemd/system/multi-user.target.wants/nscache.service"):
+    for gone in ("/etc/nscache", "/var/lib/nscache", "/etc/systemd/system/multi-user.target.wants/nscache.service",
+                 "/etc/systemd/system/sockets.target.wants/nscache.socket"):
         assert not root.exists(gone), gone
     assert root.changes() == []

@@ -50,3 +50,22 @@ def test_getaddrinfo_never_fails_across_a_restart(nscd_ns, ns_nsd, client, daemo
         assert os.path.exists(ns_run / "socket"), "the daemon unlinked the launcher's socket"
     finally:
         launcher.close()
+
+
+def test_own_user_lookups_do_not_wait_on_the_inherited_socket(nscd_ns, client, daemon, fake_upstream, tmp_path):
+    """The inherited nscd socket listens before the front serves it: the daemon's own getpwnam
+    and initgroups (`--user`) go through glibc's nscd client to it, and would each wait
+    glibc's 5 s for an answer (the start took over 10 s before the refuser): connections are
+    closed at once until the front accepts, so glibc asks `files` straight."""
+    fake_upstream.add(ONLY_NSCACHE + ".", "A", 300, "198.51.100.123")
+    ns_run = Path(f"/proc/{nscd_ns.pid}/root/run/nscd")
+    ns_run.mkdir(parents=True, exist_ok=True)
+    launcher = SocketLauncher(tmp_path, unix=("nscd",), paths={"nscd": str(ns_run / "socket")})
+    try:
+        d = daemon([fake_upstream.addr], threads=1, extra_args=["--nscd-socket", SOCKET, "--user", "nobody"],
+                   wrapper=launcher.wrapper() + ["nsenter", "-t", str(nscd_ns.pid), "--mount", "--"],
+                   pass_fds=[s.fileno() for _, s in launcher.sockets])
+        assert "running as user nobody" in d.stderr_text()
+        assert "addr 198.51.100.123" in client.out("gai", ONLY_NSCACHE, "4", "-")[1], d.stderr_text()
+    finally:
+        launcher.close()

@@ -81,6 +81,23 @@ TEST_F(SupervisorTest, ReloadsAreRefusedOnceStopping) {
     EXPECT_EQ(supervisor_->current(), before);
 }
 
+TEST_F(SupervisorTest, TheDrainWaitEndsWhenDoneOrAtASecondStopSignal) {
+    start("upstream = [\"192.0.2.1\"]\n");
+    pthread_kill(pthread_self(), SIGTERM);
+    EXPECT_EQ(supervisor_->run(), SIGTERM);
+    int asked = 0;
+    // Done on the third look: the wait returns true (the workers drained).
+    EXPECT_TRUE(supervisor_->wait_until(
+        [&] {
+            supervisor_->wake();  // as a worker thread does when it finishes
+            return ++asked == 3;
+        },
+        monotonic_ms() + 60'000));
+    // A second SIGTERM while waiting: false at once, however long the deadline.
+    pthread_kill(pthread_self(), SIGTERM);
+    EXPECT_FALSE(supervisor_->wait_until([] { return false; }, monotonic_ms() + 60'000));
+}
+
 TEST_F(SupervisorTest, SighupReloadsTheConfigOnTheLoop) {
     start("upstream = [\"192.0.2.1\"]\n");
     files_.write_config("upstream = [\"192.0.2.1\", \"192.0.2.2\", \"192.0.2.3\"]\n");

@@ -267,5 +267,87 @@ TEST(Worker, PostedSettingsAreAdoptedAtTheNextWakeUp) {
     close(client);
 }
 
+// Drain (SIGTERM): a miss already read is answered with the upstream's data before the loop
+// may stop, and a query sent after the drain began is not read (it stays queued).
+TEST(WorkerDrain, PendingUpstreamQueryIsAnsweredBeforeTheWorkerIsDrained) {
+    WorkerHarness h;
+    const int client = loopback_client(SOCK_DGRAM, h.udp_port);
+    const auto q = query("miss.example.test", dns::rtype::A, 0x7171);
+    ASSERT_EQ(send(client, q.data(), q.size(), 0), static_cast<ssize_t>(q.size()));
+    std::optional<ManualUpstream::Received> asked;
+    ASSERT_TRUE(h.turn_until([&] { return (asked = h.upstream.take_udp()).has_value(); }));
+    h.worker.request_drain(h.worker.loop().now_ms() + 3000);
+    h.turns(2);
+    EXPECT_FALSE(h.worker.drained()) << "drained with a client still waiting";
+    // Not read now: the listening socket left the loop.
+    const auto late = query("www.example.test", dns::rtype::A, 0x7272);
+    ASSERT_EQ(send(client, late.data(), late.size(), 0), static_cast<ssize_t>(late.size()));
+    h.turns(2);
+    EXPECT_FALSE(recv_now(client).has_value());
+    h.upstream.reply_udp(*asked, upstream::testing::answer_to(
+                                     asked->msg, 0, 1, upstream::testing::a_record(300, 42)));
+    std::optional<std::vector<uint8_t>> answer;
+    ASSERT_TRUE(h.turn_until([&] { return (answer = recv_now(client)).has_value(); }));
+    EXPECT_EQ(id_of(*answer), 0x7171);
+    EXPECT_EQ((*answer)[answer->size() - 1], 42);
+    ASSERT_TRUE(h.turn_until([&] { return h.worker.drained(); }));
+    EXPECT_FALSE(recv_now(client).has_value()) << "the query sent during the drain was read";
+    // ...it is still queued in the socket, for whoever reads it next.
+    char byte;
+    EXPECT_GT(recv(h.udp_fd, &byte, 1, MSG_DONTWAIT | MSG_PEEK), 0);
+    close(client);
+}
+
+TEST(WorkerDrain, TheDeadlineEndsADrainThatWouldWaitLonger) {
+    WorkerHarness h;
+    const int client = loopback_client(SOCK_DGRAM, h.udp_port);
+    const auto q = query("silent.example.test", dns::rtype::A, 0x7373);
+    ASSERT_EQ(send(client, q.data(), q.size(), 0), static_cast<ssize_t>(q.size()));
+    ASSERT_TRUE(h.turn_until([&] { return h.upstream.take_udp().has_value(); }));
+    h.worker.request_drain(h.worker.loop().now_ms() + 500);
+    h.turns(2);
+    EXPECT_FALSE(h.worker.drained());
+    h.clock.advance_ms(600);
+    h.turns(1);
+    EXPECT_TRUE(h.worker.drained());
+    close(client);
+}
+
+TEST(WorkerDrain, AnIdleWorkerIsDrainedAtOnceAndStopsAcceptingTcp) {
+    WorkerHarness h;
+    h.worker.request_drain(h.worker.loop().now_ms() + 3000);
+    ASSERT_TRUE(h.turn_until([&] { return h.worker.drained(); }));
+    // The listener left the loop: a connection waits in the backlog, never accepted here.
+    const int client = loopback_client(SOCK_STREAM, h.tcp_port);
+    h.turns(3);
+    EXPECT_EQ(h.counters.tcp_connections.load(), 0u);
+    close(client);
+}
+
+// A TCP connection open at the drain: the query it had sent is answered, then it is closed.
+TEST(WorkerDrain, OpenTcpConnectionIsAnsweredThenClosed) {
+    WorkerHarness h;
+    const int client = loopback_client(SOCK_STREAM, h.tcp_port);
+    write_all(client, tcp_query("miss.example.test", dns::rtype::A, 0x7474));
+    std::optional<ManualUpstream::Received> asked;
+    ASSERT_TRUE(h.turn_until([&] { return (asked = h.upstream.take_udp()).has_value(); }));
+    h.worker.request_drain(h.worker.loop().now_ms() + 3000);
+    h.turns(2);
+    EXPECT_FALSE(h.worker.drained());
+    h.upstream.reply_udp(*asked, upstream::testing::answer_to(
+                                     asked->msg, 0, 1, upstream::testing::a_record(300, 42)));
+    std::vector<uint8_t> buffer;
+    std::vector<std::vector<uint8_t>> answers;
+    ASSERT_TRUE(h.turn_until([&] {
+        for (auto& m : read_messages(client, buffer)) answers.push_back(std::move(m));
+        return !answers.empty();
+    }));
+    EXPECT_EQ(id_of(answers[0]), 0x7474);
+    ASSERT_TRUE(h.turn_until([&] { return h.worker.drained(); }));
+    char byte;
+    EXPECT_EQ(recv(client, &byte, 1, MSG_DONTWAIT), 0) << "the connection was not closed";
+    close(client);
+}
+
 }  // namespace
 }  // namespace nscache::server
