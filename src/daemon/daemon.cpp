@@ -190,19 +190,25 @@ Result<void> Daemon::open_control() {
 void Daemon::load_cache_file() {
     const std::string& path = config_.cache_file;
     if (!path.empty() && access(path.c_str(), F_OK) == 0) {
+        // A file from another version or config may hold answers for what is local now: they
+        // are left out as it loads (the cache is empty before), instead of flushed after by
+        // a pass over the filled cache.
+        const cache::NameSet local = local_answer_names(*settings_->routing);
+        const uint64_t started = monotonic_ms();
+        // No worker runs yet: the cache is the loader's alone (one pass over the file).
         const Result<uint64_t> loaded =
-            cache::load_cache(*cache_, path, settings_->resolver.ttl, monotonic_ms(), wall_ms());
+            cache::load_cache(*cache_, path, settings_->resolver.ttl, started, wall_ms(),
+                              cache::LoadOptions{.leave_out = &local, .cache_is_private = true});
         if (loaded) {
-            log_info("loaded %llu entries from %s", static_cast<unsigned long long>(*loaded),
-                     path.c_str());
+            log_info("loaded %llu entries from %s in %llu ms",
+                     static_cast<unsigned long long>(*loaded), path.c_str(),
+                     static_cast<unsigned long long>(monotonic_ms() - started));
         } else {
             log_warning("cache file skipped, starting empty: %s", loaded.error().c_str());
         }
     } else if (!path.empty()) {
         log_info("no cache file %s yet: starting empty", path.c_str());
     }
-    // A file from another version or config may hold answers for what is local now.
-    flush_local_answers(*cache_, *settings_->routing);
 }
 
 Result<void> Daemon::drop_privileges() {
