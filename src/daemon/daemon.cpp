@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <span>
@@ -94,8 +95,17 @@ Result<void> Daemon::build_state() {
     if (config_.log_level == LogThreshold::Debug) set_log_threshold(LogLevel::Debug);
     cache_ = std::make_unique<cache::Cache>(cache_config(config_));
     std::string tls_error;
+    // The system trust store only when DNS over TLS is configured now: otherwise the first
+    // TLS connection (after a reload adds one) loads it.
+    auto is_tls = [](const UpstreamAddress& u) { return u.tls; };
+    bool tls_now = std::any_of(config_.upstreams.begin(), config_.upstreams.end(), is_tls);
+    for (const ForwardZone& f : config_.forwards) {
+        tls_now = tls_now || std::any_of(f.upstreams.begin(), f.upstreams.end(), is_tls);
+    }
     tls_ = upstream::TlsClient::create(
-        upstream::TlsSettings{.ca_file = config_.tls_ca_file, .auth = config_.tls_auth}, tls_error);
+        upstream::TlsSettings{
+            .ca_file = config_.tls_ca_file, .auth = config_.tls_auth, .system_store_now = tls_now},
+        tls_error);
     if (!tls_) return Error{tls_error};
     return {};
 }
