@@ -180,8 +180,17 @@ Result<void> Daemon::build_state() {
     if (config_.log_level == LogThreshold::Debug) set_log_threshold(LogLevel::Debug);
     cache_ = std::make_unique<cache::Cache>(cache_config(config_));
     std::string tls_error;
+    // The system trust store only when DNS over TLS is configured now: otherwise the first
+    // TLS connection (after a reload adds one) loads it.
+    auto is_tls = [](const UpstreamAddress& u) { return u.tls; };
+    bool tls_now = std::any_of(config_.upstreams.begin(), config_.upstreams.end(), is_tls);
+    for (const ForwardZone& f : config_.forwards) {
+        tls_now = tls_now || std::any_of(f.upstreams.begin(), f.upstreams.end(), is_tls);
+    }
     tls_ = upstream::TlsClient::create(
-        upstream::TlsSettings{.ca_file = config_.tls_ca_file, .auth = config_.tls_auth}, tls_error);
+        upstream::TlsSettings{
+            .ca_file = config_.tls_ca_file, .auth = config_.tls_auth, .system_store_now = tls_now},
+        tls_error);
     if (!tls_) return Error{tls_error};
     return {};
 }
@@ -328,22 +337,28 @@ Result<void> Daemon::open_control() {
 
 void Daemon::load_cache_file() {
     const std::string& path = config_.cache_file;
+    // A cache from another version or config may hold answers for what is local now: they
+    // are left out as it loads (the cache is empty before), instead of flushed after by a
+    // pass over the filled cache.
+    const cache::NameSet local = local_answer_names(*settings_->routing);
     // The running instance's cache is newer than any file it saved.
-    if (load_handed_cache()) {
-    } else if (!path.empty() && access(path.c_str(), F_OK) == 0) {
+    if (load_handed_cache(local)) return;
+    if (!path.empty() && access(path.c_str(), F_OK) == 0) {
+        const uint64_t started = monotonic_ms();
+        // No worker runs yet: the cache is the loader's alone (one pass over the file).
         const Result<uint64_t> loaded =
-            cache::load_cache(*cache_, path, settings_->resolver.ttl, monotonic_ms(), wall_ms());
+            cache::load_cache(*cache_, path, settings_->resolver.ttl, started, wall_ms(),
+                              cache::LoadOptions{.leave_out = &local, .cache_is_private = true});
         if (loaded) {
-            log_info("loaded %llu entries from %s", static_cast<unsigned long long>(*loaded),
-                     path.c_str());
+            log_info("loaded %llu entries from %s in %llu ms",
+                     static_cast<unsigned long long>(*loaded), path.c_str(),
+                     static_cast<unsigned long long>(monotonic_ms() - started));
         } else {
             log_warning("cache file skipped, starting empty: %s", loaded.error().c_str());
         }
     } else if (!path.empty()) {
         log_info("no cache file %s yet: starting empty", path.c_str());
     }
-    // A file from another version or config may hold answers for what is local now.
-    flush_local_answers(*cache_, *settings_->routing);
 }
 
 Result<void> Daemon::drop_privileges() {

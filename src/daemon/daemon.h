@@ -111,8 +111,9 @@ class Daemon {
     // The control thread's side of a takeover by another instance (takeover_offer.cpp).
     Result<std::vector<control::NamedFd>> takeover_offer();
     void drain_for_takeover();
-    // The cache a running instance handed over, into the cache: true if loaded.
-    bool load_handed_cache();
+    // The cache a running instance handed over, into the cache (but for `local`, what the
+    // routing answers itself): true if loaded.
+    bool load_handed_cache(const cache::NameSet& local);
 
     const ConfigSource& source_;
     const Config& config_;

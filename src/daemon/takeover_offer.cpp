@@ -82,20 +82,24 @@ void Daemon::drain_for_takeover() {
     supervisor_->request_stop();
 }
 
-bool Daemon::load_handed_cache() {
+bool Daemon::load_handed_cache(const cache::NameSet& local) {
     if (!handover_) return false;
     const int fd = handover_->take("cache");
     if (fd < 0) return false;
+    const uint64_t started = monotonic_ms();
+    // No worker runs yet: the cache is the loader's alone (one pass over the memfd).
     const Result<uint64_t> loaded =
-        cache::load_cache_fd(*cache_, fd, settings_->resolver.ttl, monotonic_ms(), wall_ms());
+        cache::load_cache_fd(*cache_, fd, settings_->resolver.ttl, started, wall_ms(),
+                             cache::LoadOptions{.leave_out = &local, .cache_is_private = true});
     close(fd);
     if (!loaded) {
         log_warning("takeover: the running instance's cache was not loaded: %s",
                     loaded.error().c_str());
         return false;
     }
-    log_info("loaded %llu entries from the running instance",
-             static_cast<unsigned long long>(*loaded));
+    log_info("loaded %llu entries from the running instance in %llu ms",
+             static_cast<unsigned long long>(*loaded),
+             static_cast<unsigned long long>(monotonic_ms() - started));
     return true;
 }
 

@@ -327,3 +327,89 @@ TEST_F(CacheFileTest, LoadFromADescriptorChecksAsMuch) {
 
 }  // namespace
 }  // namespace nscache::cache
+
+namespace nscache::cache {
+namespace {
+
+// At start the daemon leaves out what its routing answers itself as the file loads, instead
+// of a pass over the filled cache after it: those entries are checked, not inserted, not
+// counted.
+TEST_F(CacheFileTest, LoadLeavesOutWhatTheSetCovers) {
+    cache::Cache before(cache::CacheConfig{.budget_bytes = 1 << 20});
+    for (const char* name :
+         {"localhost", "a.localhost", "printer.lan", "kept.example.test", "sub.printer.lan"}) {
+        store(before, name, 300, kNow);
+    }
+    ASSERT_TRUE(dump_cache(before, path_, kNow, kWall).ok());
+    NameSet local;
+    local.add_subtree(dns::name_from_text("localhost")->view());
+    local.add_name(dns::name_from_text("printer.lan")->view());
+    cache::Cache after(cache::CacheConfig{.budget_bytes = 1 << 20});
+    auto loaded = load_cache(after, path_, kPolicy, kNow, kWall, LoadOptions{.leave_out = &local});
+    ASSERT_TRUE(loaded.ok()) << loaded.error();
+    EXPECT_EQ(loaded.value(), 2u);
+    EXPECT_EQ(after.counters().entries, 2u);
+    EXPECT_EQ(find(after, "kept.example.test", kNow).freshness, cache::Freshness::Fresh);
+    EXPECT_EQ(find(after, "sub.printer.lan", kNow).freshness, cache::Freshness::Fresh);
+    EXPECT_EQ(find(after, "localhost", kNow).freshness, cache::Freshness::Miss);
+    EXPECT_EQ(find(after, "printer.lan", kNow).freshness, cache::Freshness::Miss);
+}
+
+// A file whose checksum holds but whose last entry is broken (written by someone who knows
+// the format): nothing of it goes in, not even the good entries before the broken one.
+TEST_F(CacheFileTest, ABrokenEntryAfterGoodOnesKeepsTheWholeFileOut) {
+    cache::Cache c(cache::CacheConfig{.budget_bytes = 1 << 20});
+    for (int i = 0; i < 20; ++i) store(c, "n" + std::to_string(i) + ".example.test", 300, kNow);
+    ASSERT_TRUE(dump_cache(c, path_, kNow, kWall).ok());
+    std::string bytes = read_file(path_);
+    // The last entry's last byte before the trailer is its EDE length: claim one byte more
+    // than the entry has, then seal the file with a checksum that matches again.
+    const size_t body = bytes.size() - 20;
+    bytes[body - 1] = 1;
+    const uint64_t sum = fnv1a(reinterpret_cast<const uint8_t*>(bytes.data()), body);
+    for (int i = 0; i < 8; ++i) bytes[body + 12 + i] = static_cast<char>(sum >> (56 - 8 * i));
+    const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+    cache::Cache fresh(cache::CacheConfig{.budget_bytes = 1 << 20});
+    EXPECT_FALSE(load_cache_bytes(fresh, data, bytes.size(), kPolicy, kNow, kWall).ok());
+    EXPECT_EQ(fresh.counters().entries, 0u);
+    // At start (one pass, inserting as it checks) the good entries went in, then out again.
+    EXPECT_FALSE(load_cache_bytes(fresh, data, bytes.size(), kPolicy, kNow, kWall,
+                                  LoadOptions{.cache_is_private = true})
+                     .ok());
+    EXPECT_EQ(fresh.counters().entries, 0u);
+    // A cache that holds something already is never emptied for it: checked first.
+    store(fresh, "mine.example.test", 300, kNow);
+    EXPECT_FALSE(load_cache_bytes(fresh, data, bytes.size(), kPolicy, kNow, kWall,
+                                  LoadOptions{.cache_is_private = true})
+                     .ok());
+    EXPECT_EQ(fresh.counters().entries, 1u);
+    EXPECT_EQ(find(fresh, "mine.example.test", kNow).freshness, cache::Freshness::Fresh);
+}
+
+}  // namespace
+}  // namespace nscache::cache
+
+namespace nscache::cache {
+namespace {
+
+TEST_F(CacheFileTest, APrivateLoadInsertsWhatASharedOneDoes) {
+    cache::Cache before(cache::CacheConfig{.budget_bytes = 1 << 20});
+    for (int i = 0; i < 300; ++i)
+        store(before, "p" + std::to_string(i) + ".example.test", 300, kNow);
+    store(before, "short.example.test", 5, kNow);
+    ASSERT_TRUE(dump_cache(before, path_, kNow, kWall).ok());
+    cache::Cache shared(cache::CacheConfig{.budget_bytes = 1 << 20});
+    cache::Cache alone(cache::CacheConfig{.budget_bytes = 1 << 20});
+    auto a = load_cache(shared, path_, kPolicy, kNow, kWall + 10'000);
+    auto b = load_cache(alone, path_, kPolicy, kNow, kWall + 10'000,
+                        LoadOptions{.cache_is_private = true});
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a.value(), 300u);
+    EXPECT_EQ(b.value(), 300u);
+    EXPECT_EQ(alone.counters().entries, shared.counters().entries);
+    EXPECT_EQ(ttl_of(find(alone, "p299.example.test", kNow), "p299.example.test"), 290u);
+    EXPECT_EQ(find(alone, "short.example.test", kNow).freshness, cache::Freshness::Miss);
+}
+
+}  // namespace
+}  // namespace nscache::cache
