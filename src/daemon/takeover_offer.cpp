@@ -24,11 +24,15 @@ namespace {
 Result<int> dump_cache_to_memfd(const cache::Cache& cache) {
     const int fd = memfd_create("nscache-takeover-cache", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) return Error{std::string("cannot create a memfd: ") + std::strerror(errno)};
-    const Result<uint64_t> dumped = cache::dump_cache_fd(cache, fd, monotonic_ms(), wall_ms());
+    const uint64_t started = monotonic_ms();
+    const Result<uint64_t> dumped = cache::dump_cache_fd(cache, fd, started, wall_ms());
     if (!dumped) {
         close(fd);
         return Error{"cannot dump the cache: " + dumped.error()};
     }
+    log_info("takeover: %llu entries dumped for the new instance in %llu ms",
+             static_cast<unsigned long long>(*dumped),
+             static_cast<unsigned long long>(monotonic_ms() - started));
     fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
     return fd;
 }
