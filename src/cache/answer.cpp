@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <limits>
+#include <span>
 #include <utility>
 
 #include "common/hash.h"
@@ -47,8 +49,13 @@ AnswerKind classify(const dns::ScannedResponse& scan, bool& cacheable) {
 void unify_rrset_ttls(dns::Bytes msg, const dns::ScannedResponse& scan, PreparedAnswer& a) {
     const size_t n = scan.records.size();
     if (n < 2) return;
-    std::vector<std::pair<uint64_t, size_t>> sets;  // (RRset hash, record index)
-    sets.reserve(n);
+    // (RRset hash, record index); on the stack for the usual few records (no allocation per
+    // answer, a cache file's million included).
+    std::pair<uint64_t, size_t> few[16];
+    std::vector<std::pair<uint64_t, size_t>> many;
+    if (n > std::size(few)) many.resize(n);
+    const std::span<std::pair<uint64_t, size_t>> sets =
+        n > std::size(few) ? std::span(many) : std::span(few, n);
     for (size_t i = 0; i < n; ++i) {
         const auto& rec = scan.records[i];
         dns::NameBuffer owner;
@@ -58,7 +65,7 @@ void unify_rrset_ttls(dns::Bytes msg, const dns::ScannedResponse& scan, Prepared
         dns::write_u16(key + owner.length, rec.type);
         dns::write_u16(key + owner.length + 2, rec.rclass);
         key[owner.length + 4] = static_cast<uint8_t>(rec.section);
-        sets.emplace_back(seeded_hash(0, key, owner.length + 5u), i);
+        sets[i] = {seeded_hash(0, key, owner.length + 5u), i};
     }
     std::sort(sets.begin(), sets.end());
     for (size_t begin = 0; begin < n;) {
@@ -79,15 +86,14 @@ void unify_rrset_ttls(dns::Bytes msg, const dns::ScannedResponse& scan, Prepared
 
 }  // namespace
 
-std::optional<PreparedAnswer> prepare_answer(dns::Bytes msg, const dns::ScannedResponse& scan,
-                                             const TtlPolicy& policy) {
+bool prepare_answer_into(dns::Bytes msg, const dns::ScannedResponse& scan, const TtlPolicy& policy,
+                         PreparedAnswer& a) {
     if (scan.extended_rcode > 15 || scan.header.has(dns::flag::TC) || !scan.opt_is_last) {
-        return std::nullopt;
+        return false;
     }
     if (scan.records_end - scan.records_offset > std::numeric_limits<uint16_t>::max()) {
-        return std::nullopt;
+        return false;
     }
-    PreparedAnswer a;
     bool cacheable = false;
     a.kind = classify(scan, cacheable);
     a.rcode = static_cast<uint8_t>(scan.extended_rcode);
@@ -100,6 +106,7 @@ std::optional<PreparedAnswer> prepare_answer(dns::Bytes msg, const dns::ScannedR
 
     const bool negative = a.kind == AnswerKind::Negative;
     uint32_t lifetime = std::numeric_limits<uint32_t>::max();
+    a.ttl_offsets.clear();
     a.ttl_offsets.reserve(scan.records.size());
     for (const auto& rec : scan.records) {
         uint32_t ttl = sane_ttl(rec.ttl);
@@ -119,6 +126,8 @@ std::optional<PreparedAnswer> prepare_answer(dns::Bytes msg, const dns::ScannedR
     }
 
     unify_rrset_ttls(msg, scan, a);
+    a.ede.clear();
+    a.aa = false;
     if (scan.has_opt) {
         const dns::Bytes options = msg.subspan(scan.opt_rdata_offset, scan.opt_rdlength);
         if (!dns::copy_ede_options(options, a.ede) || a.ede.size() > kMaxEdeBytes) a.ede.clear();
@@ -131,6 +140,13 @@ std::optional<PreparedAnswer> prepare_answer(dns::Bytes msg, const dns::ScannedR
     } else {
         a.ttl = scan.records.empty() ? 0 : lifetime;
     }
+    return true;
+}
+
+std::optional<PreparedAnswer> prepare_answer(dns::Bytes msg, const dns::ScannedResponse& scan,
+                                             const TtlPolicy& policy) {
+    PreparedAnswer a;
+    if (!prepare_answer_into(msg, scan, policy, a)) return std::nullopt;
     return a;
 }
 

@@ -67,4 +67,10 @@ struct PreparedAnswer {
 std::optional<PreparedAnswer> prepare_answer(dns::Bytes msg, const dns::ScannedResponse& scan,
                                              const TtlPolicy& policy);
 
+// The same into `out`, reusing its vectors' capacity (a cache file's million entries are
+// prepared one after another into one PreparedAnswer). False where prepare_answer gives
+// nullopt; `out` is then unspecified.
+bool prepare_answer_into(dns::Bytes msg, const dns::ScannedResponse& scan, const TtlPolicy& policy,
+                         PreparedAnswer& out);
+
 }  // namespace nscache::cache

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "cache/name_set.h"
 #include "cache/nxdomain_cut.h"
 #include "cache/shard.h"
 #include "common/hash.h"
@@ -85,6 +86,20 @@ void Cache::insert(const CacheKey& key, const PreparedAnswer& answer, uint64_t n
 
 void Cache::insert_at(const CacheKey& key, const PreparedAnswer& answer, uint64_t born_ms,
                       uint64_t now_ms) {
+    insert_with(key, answer, born_ms, now_ms, CacheShard::kReclaimSteps);
+}
+
+void Cache::insert_loaded(const CacheKey& key, const PreparedAnswer& answer, uint64_t born_ms,
+                          uint64_t now_ms) {
+    insert_with(key, answer, born_ms, now_ms, 0);
+}
+
+void Cache::prefetch_bucket(uint64_t name_hash) const {
+    shard_for(name_hash).prefetch_bucket(name_hash);
+}
+
+void Cache::insert_with(const CacheKey& key, const PreparedAnswer& answer, uint64_t born_ms,
+                        uint64_t now_ms, int reclaim_steps) {
     if (answer.ttl == 0 || key.name.empty() || key.name.size() > dns::kMaxNameLength) return;
     // The marker's key is the cache's own: no answer, whether to a client's question, from a
     // cache file or from the shared tier, is stored there (one would speak for every name
@@ -92,11 +107,11 @@ void Cache::insert_at(const CacheKey& key, const PreparedAnswer& answer, uint64_
     // here, from their NXDOMAIN; a dumped one is made again when its NXDOMAIN is loaded.
     if (key.qtype == kNxdomainMarkerType) return;
     const uint64_t hash = hash_of(key);
-    shard_for(hash).insert(key, hash, answer, born_ms, now_ms);
+    shard_for(hash).insert(key, hash, answer, born_ms, now_ms, reclaim_steps);
     if ((key.flags & kKeyDo) != 0) return;
     if (auto marker = nxdomain_marker(key.name, answer)) {
         shard_for(hash).insert(CacheKey{key.name, kNxdomainMarkerType, key.qclass, key.flags, hash},
-                               hash, *marker, born_ms, now_ms);
+                               hash, *marker, born_ms, now_ms, reclaim_steps);
     }
 }
 
@@ -139,6 +154,19 @@ size_t Cache::flush_suffix(dns::Bytes lower_suffix) {
     for (auto& shard : shards_) {
         for (size_t slice = 0; slice < shard->slice_count(); ++slice) {
             removed += shard->flush_suffix_slice(slice, lower_suffix);
+        }
+    }
+    return removed;
+}
+
+size_t Cache::flush_matching(const NameSet& names) {
+    // At start, with no cache file, the cache is empty: walking its buckets (4M of them for
+    // a 512 MiB budget) would find nothing.
+    if (names.empty() || counters().entries == 0) return 0;
+    size_t removed = 0;
+    for (auto& shard : shards_) {
+        for (size_t slice = 0; slice < shard->slice_count(); ++slice) {
+            removed += shard->flush_matching_slice(slice, names);
         }
     }
     return removed;

@@ -21,6 +21,7 @@
 
 #include "cache/answer.h"
 #include "cache/cache.h"
+#include "cache/name_set.h"
 #include "common/result.h"
 
 namespace nscache::cache {
@@ -30,12 +31,40 @@ namespace nscache::cache {
 Result<uint64_t> dump_cache(const Cache& cache, const std::string& path, uint64_t now_ms,
                             uint64_t wall_now_ms);
 
-// Parses and checks the file fully before inserting anything.
+// The same format written to an open descriptor from its current offset (a memfd handed to
+// another process, for --takeover). No rename, no fsync: the caller owns the descriptor and
+// decides what durability it needs; it stays open. A failed write leaves partial bytes,
+// which load_cache_fd rejects (no trailer, bad checksum).
+Result<uint64_t> dump_cache_fd(const Cache& cache, int fd, uint64_t now_ms, uint64_t wall_now_ms);
+
+// How a load inserts what it reads.
+struct LoadOptions {
+    // Entries whose name this covers (what the routing answers itself) are checked like the
+    // rest but neither inserted nor counted: at start this replaces a pass over the filled
+    // cache to flush them.
+    const NameSet* leave_out = nullptr;
+    // The cache is empty and no other thread touches it until the load returns (at start,
+    // before the workers): entries go in as they are checked, in one pass over the file, and
+    // a fault found later empties the cache again, which leaves it as it was. Otherwise (the
+    // control thread's `nscache load`, workers answering from the cache) every entry is checked
+    // before the first is inserted, and a second pass checks each again as it goes in.
+    bool cache_is_private = false;
+};
+
+// Parses and checks the whole file; a fault anywhere leaves the cache as it was.
 Result<uint64_t> load_cache(Cache& cache, const std::string& path, const TtlPolicy& policy,
-                            uint64_t now_ms, uint64_t wall_now_ms);
+                            uint64_t now_ms, uint64_t wall_now_ms, const LoadOptions& options = {});
+
+// The same load from an open descriptor, which must be a regular file (a memfd is one);
+// it is read from offset 0 whatever its current offset (a memfd just written sits at its
+// end) and left open and at the offset it had. The descriptor may come from another process:
+// every check of load_cache applies.
+Result<uint64_t> load_cache_fd(Cache& cache, int fd, const TtlPolicy& policy, uint64_t now_ms,
+                               uint64_t wall_now_ms, const LoadOptions& options = {});
 
 // The same check and insertion for bytes already in memory (the fuzz target uses this).
 Result<uint64_t> load_cache_bytes(Cache& cache, const uint8_t* data, size_t size,
-                                  const TtlPolicy& policy, uint64_t now_ms, uint64_t wall_now_ms);
+                                  const TtlPolicy& policy, uint64_t now_ms, uint64_t wall_now_ms,
+                                  const LoadOptions& options = {});
 
 }  // namespace nscache::cache

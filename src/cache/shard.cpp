@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "cache/shard.h"
 
+#include "cache/name_set.h"
+
 #include "common/bytes.h"
 #include "dns/name.h"
 
@@ -23,8 +25,6 @@ constexpr int kMaxSweep = 64;
 // Evictions per insert at most: after a budget cut the excess goes a few entries at a time,
 // so no insert pays for the whole shrink.
 constexpr int kMaxEvictionsPerInsert = 8;
-// Expired entries examined per insert: small, constant, and enough to keep up with inserts.
-constexpr int kReclaimSteps = 4;
 // One bucket per this many budget bytes: about one entry per bucket for small answers.
 constexpr size_t kBudgetBytesPerBucket = 128;
 // glibc's per-chunk header, which malloc_usable_size does not include.
@@ -227,7 +227,7 @@ void CacheShard::lookup_answer(const CacheKey& key, uint64_t hash, uint64_t now_
 }
 
 void CacheShard::insert(const CacheKey& key, uint64_t hash, const PreparedAnswer& answer,
-                        uint64_t born_ms, uint64_t now_ms) {
+                        uint64_t born_ms, uint64_t now_ms, int reclaim_steps) {
     const auto hash32 = static_cast<uint32_t>(hash >> 32);
     Entry* fresh = make_entry(key, hash32, answer, born_ms);
     if (fresh == nullptr) return;
@@ -268,7 +268,7 @@ void CacheShard::insert(const CacheKey& key, uint64_t hash, const PreparedAnswer
         remove(oldest_unvisited != nullptr ? oldest_unvisited : oldest);
         evictions_.fetch_add(1, std::memory_order_relaxed);
     }
-    reclaim_expired(now_ms, kReclaimSteps);
+    reclaim_expired(now_ms, reclaim_steps);
     for (int i = 0; i < kMaxEvictionsPerInsert && s->bytes + cost > budget && !s->ring.empty();
          ++i) {
         evict_one(now_ms);
@@ -282,6 +282,12 @@ void CacheShard::insert(const CacheKey& key, uint64_t hash, const PreparedAnswer
     entries_.fetch_add(1, std::memory_order_relaxed);
     bytes_.fetch_add(cost, std::memory_order_relaxed);
     inserts_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void CacheShard::prefetch_bucket(uint64_t hash) {
+    const auto hash32 = static_cast<uint32_t>(hash >> 32);
+    MutexLock lock(mu_);
+    __builtin_prefetch(&state_.buckets[hash32 & (bucket_count_ - 1)], 1);
 }
 
 void CacheShard::set_budget(size_t budget_bytes) {
@@ -342,6 +348,26 @@ size_t CacheShard::flush_suffix_slice(size_t slice, dns::Bytes lower_suffix) {
         while (e != nullptr) {
             Entry* next = e->next;
             if (dns::name_has_suffix(dns::Bytes(e->name(), e->name_len), lower_suffix)) {
+                remove(e);
+                ++removed;
+            }
+            e = next;
+        }
+    }
+    return removed;
+}
+
+size_t CacheShard::flush_matching_slice(size_t slice, const NameSet& names) {
+    const size_t begin = slice * kSliceBuckets;
+    const size_t end = std::min(bucket_count_, begin + kSliceBuckets);
+    size_t removed = 0;
+    MutexLock lock(mu_);
+    State* s = &state_;
+    for (size_t b = begin; b < end; ++b) {
+        Entry* e = s->buckets[b];
+        while (e != nullptr) {
+            Entry* next = e->next;
+            if (names.covers(dns::Bytes(e->name(), e->name_len))) {
                 remove(e);
                 ++removed;
             }

@@ -31,12 +31,20 @@ class CacheShard {
                         bool allow_stale);
     // `out` comes with freshness Miss and prefetch false.
     void lookup_answer(const CacheKey& key, uint64_t hash, uint64_t now_ms, CachedAnswer& out);
+    // Expired entries examined per insert: small, constant, and enough to keep up with inserts.
+    static constexpr int kReclaimSteps = 4;
+
+    // `reclaim_steps`: expired entries examined on the way (kReclaimSteps; 0 for a cache
+    // file's entries, see Cache::insert_loaded).
     void insert(const CacheKey& key, uint64_t hash, const PreparedAnswer& answer, uint64_t born_ms,
-                uint64_t now_ms);
+                uint64_t now_ms, int reclaim_steps);
+    void prefetch_bucket(uint64_t hash);
     size_t flush();
     size_t flush_name(dns::Bytes lower_name, uint64_t hash);
     // Removes the entries of one slice of buckets whose name is at or under `lower_suffix`.
     size_t flush_suffix_slice(size_t slice, dns::Bytes lower_suffix);
+    // Removes the entries of one slice of buckets whose name `names` covers.
+    size_t flush_matching_slice(size_t slice, const NameSet& names);
     // A new byte budget. A smaller one is reached gradually: each insert evicts a bounded
     // number of entries, never the whole excess at once.
     void set_budget(size_t budget_bytes);

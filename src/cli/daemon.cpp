@@ -14,10 +14,13 @@ int failed(const Result<void>& step, int exit_code) {
 
 }  // namespace
 
-int run_daemon(const ConfigSource& source, const Config& config) {
+int run_daemon(const ConfigSource& source, const Config& config, bool takeover) {
     daemon::block_daemon_signals();
     daemon::Daemon d(source, config);
     if (auto r = d.take_inherited_sockets(); !r) return failed(r, 2);
+    if (takeover) {
+        if (auto r = d.take_over(); !r) return failed(r, 1);
+    }
     if (auto r = d.acquire_lock(); !r) return failed(r, 1);
     if (auto r = d.build_state(); !r) return failed(r, 2);
     d.build_settings();
@@ -29,6 +32,7 @@ int run_daemon(const ConfigSource& source, const Config& config) {
     if (auto r = d.drop_privileges(); !r) return failed(r, 1);
     d.start_threads();
     d.announce_ready();
+    d.finish_takeover();
     d.run();
     d.stop_threads();
     d.save_cache_file();

@@ -23,7 +23,7 @@ constexpr Command kCommands[] = {
      "serve [--config FILE] [--listen ADDR:PORT]... [--upstream "
      "ADDR[:PORT]|tls://ADDR[:PORT][#NAME]]...\n"
      "        [--threads N] [--cache-size SIZE] [--control PATH] [--user NAME]\n"
-     "        [--nss-socket PATH] [--nscd-socket PATH] [--verbose]",
+     "        [--nss-socket PATH] [--nscd-socket PATH] [--verbose] [--takeover]",
      "run the caching DNS daemon in the foreground", nscache::serve_command},
     {"query", "query [--server ADDR:PORT] [--tcp] NAME [TYPE]",
      "ask the daemon and print the answer", nscache::query_command},

@@ -72,12 +72,17 @@ int serve_command(const Args& args) {
     ConfigSource source;
     source.resolv_conf = kResolvConf;
     bool config_given = false;
+    bool takeover = false;
     // A list flag given several times gives all its values, in order; other flags: the last.
     std::map<const KeyFlag*, std::vector<std::string>> lists;
     FlagParser p(args);
     while (p.next()) {
         if (!p.is_flag()) return usage_error("unexpected argument '" + p.current() + "'");
         const std::string name = p.name();
+        if (name == "takeover") {
+            takeover = true;
+            continue;
+        }
         if (name == "verbose") {
             source.overrides.push_back([](Config& c) { c.log_level = LogThreshold::Debug; });
             continue;
@@ -112,7 +117,7 @@ int serve_command(const Args& args) {
         log_config_refused(*error, ConfigEvent::Start);
         return kExitUsage;
     }
-    return run_daemon(source, config);
+    return run_daemon(source, config, takeover);
 }
 
 }  // namespace nscache

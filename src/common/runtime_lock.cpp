@@ -22,6 +22,21 @@ std::string holder_pid(int fd) {
     return pid.empty() ? "unknown" : pid;
 }
 
+void write_pid(int fd) {
+    const std::string pid = std::to_string(getpid()) + "\n";
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) < 0) {
+        // The lock holds without the pid; only the message of a second instance suffers.
+    }
+}
+
+// `fd` is the regular file at `path` (never through a link).
+bool is_file_at(int fd, const std::string& path) {
+    struct stat at {};
+    struct stat held {};
+    return lstat(path.c_str(), &at) == 0 && fstat(fd, &held) == 0 && S_ISREG(at.st_mode) &&
+           at.st_dev == held.st_dev && at.st_ino == held.st_ino;
+}
+
 }  // namespace
 
 RuntimeLock::~RuntimeLock() {
@@ -29,14 +44,29 @@ RuntimeLock::~RuntimeLock() {
 }
 
 void RuntimeLock::release() {
-    for (int fd : fds_) close(fd);
+    for (const auto& [path, fd] : fds_) close(fd);
     fds_.clear();
 }
 
-Result<void> RuntimeLock::acquire(const std::vector<std::string>& paths) {
+void RuntimeLock::claim_pid() {
+    for (const auto& [path, fd] : fds_) write_pid(fd);
+}
+
+Result<void> RuntimeLock::acquire(const std::vector<std::string>& paths,
+                                  std::map<std::string, int>* inherited) {
     for (const std::string& path : paths) {
         if (path.empty()) continue;
         const std::string lock_path = path + ".lock";
+        if (inherited != nullptr) {
+            auto it = inherited->find(lock_path);
+            if (it != inherited->end() && is_file_at(it->second, lock_path) &&
+                flock(it->second, LOCK_EX | LOCK_NB) == 0) {
+                // The pid stays the running instance's until it drains (claim_pid()).
+                fds_.emplace_back(lock_path, it->second);
+                inherited->erase(it);
+                continue;
+            }
+        }
         if (!make_parent_folder(lock_path)) {
             release();
             return Error{"cannot create the folder of " + lock_path + ": " + std::strerror(errno)};
@@ -58,11 +88,8 @@ Result<void> RuntimeLock::acquire(const std::vector<std::string>& paths) {
             release();
             return Error{message};
         }
-        const std::string pid = std::to_string(getpid()) + "\n";
-        if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) < 0) {
-            // The lock holds without the pid; only the message of a second instance suffers.
-        }
-        fds_.push_back(fd);
+        write_pid(fd);
+        fds_.emplace_back(lock_path, fd);
     }
     return {};
 }

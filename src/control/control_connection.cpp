@@ -87,6 +87,15 @@ void ControlConnection::read_request() {
 }
 
 void ControlConnection::respond(const std::string& request) {
+    if (owner_.wants_socket(kind_, request)) {
+        // Out of the epoll set (the socket stays open) before the owner registers it anew.
+        closed_ = true;
+        loop_.cancel_timer(deadline_);
+        loop_.remove(registration_);
+        owner_.adopt_socket(request, fd_);
+        owner_.closed(id_);
+        return;
+    }
     out_ = owner_.answer(kind_, request);
     answering_ = true;
     write_answer();

@@ -22,6 +22,10 @@ class ConnectionOwner {
     virtual std::string answer(ConnectionKind kind, const std::string& request) = 0;
     // The connection has closed its socket; the owner destroys it after this event.
     virtual void closed(uint64_t id) = 0;
+    // A request that needs the socket itself (takeover: more than one exchange, descriptors):
+    // true makes the connection let go of its socket and hand it to adopt_socket().
+    virtual bool wants_socket(ConnectionKind, const std::string&) { return false; }
+    virtual void adopt_socket(const std::string&, int fd) { (void)fd; }
 
   protected:
     ~ConnectionOwner() = default;

@@ -59,7 +59,7 @@ ControlServer::~ControlServer() {
     close_endpoint(ConnectionKind::Health);
     if (control_fd_ >= 0) {
         close(control_fd_);
-        if (owns_path_) unlink(options_.socket_path.c_str());
+        if (owns_path_.load(std::memory_order_relaxed)) unlink(options_.socket_path.c_str());
     }
 }
 
@@ -77,12 +77,19 @@ std::optional<SocketAddress> ControlServer::wanted_address(ConnectionKind kind) 
     return health_on_metrics() ? std::nullopt : options_.health_listen;
 }
 
-// On the start-up thread before start(), on the control thread after it.
-Result<void> ControlServer::bind_endpoint(ConnectionKind kind, const SocketAddress& address) {
+// On the start-up thread before start(), on the control thread after it. A socket handed over
+// by a takeover (`handed` >= 0, already listening on `address`) is served as it is.
+Result<void> ControlServer::bind_endpoint(ConnectionKind kind, const SocketAddress& address,
+                                          int handed) {
     HttpEndpoint& e = endpoint(kind);
-    std::string error;
-    e.fd = bind_http_socket(address, name_of(kind), error);
-    if (e.fd < 0) return Error{error};
+    if (handed >= 0) {
+        e.fd = handed;
+        fcntl(e.fd, F_SETFL, fcntl(e.fd, F_GETFL) | O_NONBLOCK);
+    } else {
+        std::string error;
+        e.fd = bind_http_socket(address, name_of(kind), error);
+        if (e.fd < 0) return Error{error};
+    }
     e.address = address;
     e.listener = std::make_unique<Listener>(
         loop_, e.fd, name_of(kind), [this, kind](int fd, const sockaddr_storage& peer, socklen_t) {
@@ -115,7 +122,7 @@ Result<void> ControlServer::open(uid_t owner_uid) {
     std::string error;
     if (options_.inherited_fd >= 0) {
         control_fd_ = options_.inherited_fd;
-        owns_path_ = false;
+        owns_path_.store(false, std::memory_order_relaxed);
         fcntl(control_fd_, F_SETFL, fcntl(control_fd_, F_GETFL) | O_NONBLOCK);
     } else {
         control_fd_ = bind_control_socket(options_.socket_path, owner_uid, access_.group, error);
@@ -123,7 +130,9 @@ Result<void> ControlServer::open(uid_t owner_uid) {
     }
     for (ConnectionKind kind : {ConnectionKind::Metrics, ConnectionKind::Health}) {
         if (auto address = wanted_address(kind)) {
-            if (auto bound = bind_endpoint(kind, *address); !bound) return bound;
+            const int handed = kind == ConnectionKind::Metrics ? options_.inherited_metrics_fd
+                                                               : options_.inherited_health_fd;
+            if (auto bound = bind_endpoint(kind, *address, handed); !bound) return bound;
         }
     }
     control_listener_ = std::make_unique<Listener>(
@@ -189,6 +198,36 @@ void ControlServer::stop() {
     // The loop has stopped: its connections are closed here, whatever state they were in.
     connections_.clear();
     for (size_t& n : clients_) n = 0;
+}
+
+int ControlServer::dup_control_fd() const {
+    return control_fd_ >= 0 ? fcntl(control_fd_, F_DUPFD_CLOEXEC, 0) : -1;
+}
+
+int ControlServer::dup_metrics_fd() const {
+    return metrics_.fd >= 0 ? fcntl(metrics_.fd, F_DUPFD_CLOEXEC, 0) : -1;
+}
+
+int ControlServer::dup_health_fd() const {
+    return health_.fd >= 0 ? fcntl(health_.fd, F_DUPFD_CLOEXEC, 0) : -1;
+}
+
+bool ControlServer::wants_socket(ConnectionKind kind, const std::string& request) {
+    return kind == ConnectionKind::Control && request == "takeover";
+}
+
+void ControlServer::adopt_socket(const std::string&, int fd) {
+    if (drained_ || takeover_) {
+        send_and_close(fd, drained_ ? "error: this instance is draining\n"
+                                    : "error: a takeover is already in progress\n");
+        return;
+    }
+    takeover_ = std::make_unique<TakeoverSession>(loop_, fd, access_, options_.takeover, [this] {
+        drained_ = drained_ || takeover_->drained();
+        // Destroyed once the current event is done with it.
+        loop_.add_timer(loop_.now_ms(), [this] { takeover_.reset(); });
+    });
+    takeover_->start();
 }
 
 void ControlServer::accept_control(int fd) {

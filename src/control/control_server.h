@@ -12,6 +12,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -32,6 +33,7 @@
 #include "control/health.h"
 #include "control/peer_access.h"
 #include "control/stats.h"
+#include "control/takeover_session.h"
 
 namespace nscache::control {
 
@@ -50,6 +52,8 @@ struct ControlOptions {
     // `reload`: re-reads the configuration (on the main thread) and returns the reply text
     // ("ok\n..." or "error: FILE:LINE: ...\n"). Null: the command is refused.
     std::function<std::string()> reload;
+    // `takeover` (nscache serve --takeover): what to hand over and how to drain afterwards.
+    TakeoverHooks takeover;
     // From accept to the last byte of the answer; a slower client is closed.
     uint32_t client_deadline_ms = 5000;
     // Clients served at once per socket; more are turned away.
@@ -57,6 +61,11 @@ struct ControlOptions {
     // A listening control socket given to this process (InheritedSockets "control"): served
     // instead of binding socket_path, and never unlinked (its owner keeps the path).
     int inherited_fd = -1;
+    // The metrics endpoint's listening socket, handed over by a takeover: served instead of
+    // binding metrics_listen (the caller checked it is that address).
+    int inherited_metrics_fd = -1;
+    // The same for the health endpoint (health_listen, when it is not metrics_listen).
+    int inherited_health_fd = -1;
 };
 
 // What a reload may change in the control server.
@@ -78,6 +87,13 @@ class ControlServer final : private ConnectionOwner {
     // Binds the sockets (before privileges are dropped).
     Result<void> open(uid_t owner_uid);
     void start();
+    // Duplicates of the listening sockets, for a takeover offer (any thread; -1 when none).
+    int dup_control_fd() const;
+    int dup_metrics_fd() const;
+    int dup_health_fd() const;
+    // Another instance serves the control socket now (takeover): destruction leaves the path
+    // (any thread, before destruction).
+    void release_path() { owns_path_.store(false, std::memory_order_relaxed); }
     // Returns at once whatever clients are doing (a command already running finishes first);
     // open connections are closed.
     void stop();
@@ -93,6 +109,8 @@ class ControlServer final : private ConnectionOwner {
   private:
     std::string answer(ConnectionKind kind, const std::string& request) override;
     void closed(uint64_t id) override;
+    bool wants_socket(ConnectionKind kind, const std::string& request) override;
+    void adopt_socket(const std::string& request, int fd) override;
     void accept_control(int fd);
     void accept_http(ConnectionKind kind, int fd, const sockaddr_storage& peer);
     void adopt(ConnectionKind kind, int fd);
@@ -109,7 +127,7 @@ class ControlServer final : private ConnectionOwner {
     HttpEndpoint& endpoint(ConnectionKind kind);
     // The address `kind` binds under `options_` (none for health on the metrics address).
     std::optional<SocketAddress> wanted_address(ConnectionKind kind) const;
-    Result<void> bind_endpoint(ConnectionKind kind, const SocketAddress& address);
+    Result<void> bind_endpoint(ConnectionKind kind, const SocketAddress& address, int handed = -1);
     void close_endpoint(ConnectionKind kind);
     bool health_on_metrics() const;
 
@@ -118,7 +136,7 @@ class ControlServer final : private ConnectionOwner {
     StatsSources stats_;
     ControlAccess access_;
     int control_fd_ = -1;
-    bool owns_path_ = true;  // bound here (not inherited): unlinked at the end
+    std::atomic<bool> owns_path_{true};  // bound here (not inherited): unlinked at the end
     // Declared before what registers with it: destroyed after them.
     EventLoop loop_;
     Mailbox<ControlLiveOptions> live_pending_{loop_};  // from post_live_options()
@@ -127,6 +145,9 @@ class ControlServer final : private ConnectionOwner {
     HttpEndpoint health_;
     SlotTable<std::unique_ptr<ControlConnection>> connections_;
     size_t clients_[3] = {0, 0, 0};  // open connections by ConnectionKind
+    // At most one takeover at a time; once one has drained, later ones are refused.
+    std::unique_ptr<TakeoverSession> takeover_;
+    bool drained_ = false;
     std::thread thread_;
 };
 

@@ -37,4 +37,11 @@ bool peer_may_control(int fd, const ControlAccess& access) {
     return cred.gid == *access.group || peer_has_supplementary_group(fd, *access.group);
 }
 
+bool peer_may_take_over(int fd, const ControlAccess& access) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return false;
+    return cred.uid == 0 || cred.uid == access.owner_uid;
+}
+
 }  // namespace nscache::control

@@ -17,5 +17,8 @@ struct ControlAccess {
 };
 
 bool peer_may_control(int fd, const ControlAccess& access);
+// Handing the daemon's sockets and cache to another process: root or the daemon's own user
+// only, never control-group (its members could otherwise serve, or read, every query).
+bool peer_may_take_over(int fd, const ControlAccess& access);
 
 }  // namespace nscache::control

@@ -3,11 +3,16 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
+#include <map>
 #include <span>
 #include <string>
 #include <utility>
@@ -61,6 +66,25 @@ Result<void> open_front(Front& front, const std::string& socket_path) {
     return front.open();
 }
 
+SocketAddress local_address(int fd) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return SocketAddress{};
+    return SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&ss), len);
+}
+
+// The path a unix socket is bound to ("" if none).
+std::string unix_path(int fd) {
+    sockaddr_un addr{};
+    socklen_t len = sizeof addr;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+        addr.sun_family != AF_UNIX || len <= offsetof(sockaddr_un, sun_path)) {
+        return {};
+    }
+    return std::string(addr.sun_path,
+                       strnlen(addr.sun_path, len - offsetof(sockaddr_un, sun_path)));
+}
+
 // What a drain may take past query-timeout: the last answers written, the loops' turns.
 constexpr uint64_t kDrainMarginMs = 1000;
 
@@ -103,8 +127,50 @@ Result<void> Daemon::take_inherited_sockets() {
     return {};
 }
 
+Result<void> Daemon::take_over() {
+    if (!inherited_.empty()) return Error{"--takeover: the process was given sockets already"};
+    auto handover = std::make_unique<Handover>();
+    Result<bool> got = handover->request(config_.control);
+    if (!got) return Error{got.error()};
+    if (!*got) {
+        log_info("--takeover: no instance answers on %s: starting as a first instance",
+                 config_.control.c_str());
+        return {};
+    }
+    for (const char* name : {InheritedSockets::kDnsUdp, InheritedSockets::kDnsTcp}) {
+        for (int fd : handover->take_all(name)) inherited_.add(name, fd);
+    }
+    // A local socket is served only at the path configured here (another path: this
+    // instance binds its own, and the old one's stays with it).
+    const std::pair<const char*, std::string> local[] = {
+        {InheritedSockets::kControl, config_.control},
+        {InheritedSockets::kNss, config_.nss ? config_.nss_socket : std::string()},
+        {InheritedSockets::kNscd, config_.nscd_socket}};
+    for (const auto& [name, path] : local) {
+        const int fd = handover->take(name);
+        if (fd < 0) continue;
+        if (!path.empty() && unix_path(fd) == path) {
+            inherited_.add(name, fd);
+        } else {
+            log_info("--takeover: the running instance's %s socket (%s) is not configured here",
+                     name, unix_path(fd).c_str());
+            close(fd);
+        }
+    }
+    if (auto valid = inherited_.validate(); !valid) {
+        return Error{"--takeover: the running instance handed over " + valid.error()};
+    }
+    log_info("--takeover: received %zu sockets and the cache of the running instance",
+             inherited_.size());
+    handover_ = std::move(handover);
+    return {};
+}
+
 Result<void> Daemon::acquire_lock() {
-    if (auto locked = runtime_lock_.acquire(runtime_paths(config_)); !locked) return locked;
+    std::map<std::string, int>* handed = handover_ ? &handover_->locks() : nullptr;
+    if (auto locked = runtime_lock_.acquire(runtime_paths(config_), handed); !locked) {
+        return locked;
+    }
     return {};
 }
 
@@ -114,8 +180,17 @@ Result<void> Daemon::build_state() {
     if (config_.log_level == LogThreshold::Debug) set_log_threshold(LogLevel::Debug);
     cache_ = std::make_unique<cache::Cache>(cache_config(config_));
     std::string tls_error;
+    // The system trust store only when DNS over TLS is configured now: otherwise the first
+    // TLS connection (after a reload adds one) loads it.
+    auto is_tls = [](const UpstreamAddress& u) { return u.tls; };
+    bool tls_now = std::any_of(config_.upstreams.begin(), config_.upstreams.end(), is_tls);
+    for (const ForwardZone& f : config_.forwards) {
+        tls_now = tls_now || std::any_of(f.upstreams.begin(), f.upstreams.end(), is_tls);
+    }
     tls_ = upstream::TlsClient::create(
-        upstream::TlsSettings{.ca_file = config_.tls_ca_file, .auth = config_.tls_auth}, tls_error);
+        upstream::TlsSettings{
+            .ca_file = config_.tls_ca_file, .auth = config_.tls_auth, .system_store_now = tls_now},
+        tls_error);
     if (!tls_) return Error{tls_error};
     return {};
 }
@@ -137,7 +212,37 @@ void Daemon::build_settings() {
 }
 
 Result<void> Daemon::open_sockets() {
-    return server::open_listen_sockets(config_, config_.threads, sockets_, &inherited_);
+    if (auto opened = server::open_listen_sockets(config_, config_.threads, sockets_, &inherited_);
+        !opened) {
+        return opened;
+    }
+    if (!handover_) return {};
+    // A takeover serves the running instance's sockets; `listen` addresses it did not have
+    // are bound here, beside them (SO_REUSEPORT, one per worker).
+    Config missing = config_;
+    missing.listen.clear();
+    for (const SocketAddress& wanted : config_.listen) {
+        const bool served = std::any_of(
+            sockets_.addresses.begin(), sockets_.addresses.end(), [&](const SocketAddress& a) {
+                SocketAddress any_port = a;
+                any_port.set_port(0);
+                return wanted.port() == 0 ? any_port == wanted : a == wanted;
+            });
+        if (!served) missing.listen.push_back(wanted);
+    }
+    if (missing.listen.empty()) return {};
+    server::ListenSockets more;
+    if (auto opened = server::open_listen_sockets(missing, config_.threads, more); !opened) {
+        if (config_.listen_is_default) return {};  // e.g. no IPv6 loopback: as without takeover
+        return opened;
+    }
+    for (unsigned w = 0; w < config_.threads; ++w) {
+        sockets_.udp[w].insert(sockets_.udp[w].end(), more.udp[w].begin(), more.udp[w].end());
+        sockets_.tcp[w].insert(sockets_.tcp[w].end(), more.tcp[w].begin(), more.tcp[w].end());
+    }
+    sockets_.addresses.insert(sockets_.addresses.end(), more.addresses.begin(),
+                              more.addresses.end());
+    return {};
 }
 
 Result<void> Daemon::find_user() {
@@ -193,7 +298,25 @@ Result<void> Daemon::open_control() {
                                     .state_dir = control_.state_dir,
                                     .ttl_policy = control_.ttl_policy,
                                     .after_flush = nullptr,
-                                    .reload = [this] { return supervisor_->request_reload(); }};
+                                    .reload = [this] { return supervisor_->request_reload(); },
+                                    .takeover = {}};
+    options.takeover.offer = [this] { return takeover_offer(); };
+    options.takeover.drain = [this] { drain_for_takeover(); };
+    if (handover_) {
+        // Served only if it is the endpoint configured now.
+        const auto handed_endpoint = [this](const char* name,
+                                            const std::optional<SocketAddress>& wanted) {
+            const int fd = handover_->take(name);
+            if (fd >= 0 && wanted && local_address(fd) == *wanted) return fd;
+            if (fd >= 0) close(fd);
+            return -1;
+        };
+        options.inherited_metrics_fd = handed_endpoint("metrics", control_.metrics_listen);
+        // On the metrics address, the health endpoint is the metrics socket.
+        options.inherited_health_fd = handed_endpoint(
+            "health", control_.health_listen == control_.metrics_listen ? std::nullopt
+                                                                        : control_.health_listen);
+    }
     options.inherited_fd = inherited_.take_one(InheritedSockets::kControl).value_or(-1);
     // /health reads the workers' heartbeats (the host front's thread has none).
     options.health_listen = control_.health_listen;
@@ -223,20 +346,28 @@ Result<void> Daemon::open_control() {
 
 void Daemon::load_cache_file() {
     const std::string& path = config_.cache_file;
+    // A cache from another version or config may hold answers for what is local now: they
+    // are left out as it loads (the cache is empty before), instead of flushed after by a
+    // pass over the filled cache.
+    const cache::NameSet local = local_answer_names(*settings_->routing);
+    // The running instance's cache is newer than any file it saved.
+    if (load_handed_cache(local)) return;
     if (!path.empty() && access(path.c_str(), F_OK) == 0) {
+        const uint64_t started = monotonic_ms();
+        // No worker runs yet: the cache is the loader's alone (one pass over the file).
         const Result<uint64_t> loaded =
-            cache::load_cache(*cache_, path, settings_->resolver.ttl, monotonic_ms(), wall_ms());
+            cache::load_cache(*cache_, path, settings_->resolver.ttl, started, wall_ms(),
+                              cache::LoadOptions{.leave_out = &local, .cache_is_private = true});
         if (loaded) {
-            log_info("loaded %llu entries from %s", static_cast<unsigned long long>(*loaded),
-                     path.c_str());
+            log_info("loaded %llu entries from %s in %llu ms",
+                     static_cast<unsigned long long>(*loaded), path.c_str(),
+                     static_cast<unsigned long long>(monotonic_ms() - started));
         } else {
             log_warning("cache file skipped, starting empty: %s", loaded.error().c_str());
         }
     } else if (!path.empty()) {
         log_info("no cache file %s yet: starting empty", path.c_str());
     }
-    // A file from another version or config may hold answers for what is local now.
-    flush_local_answers(*cache_, *settings_->routing);
 }
 
 Result<void> Daemon::drop_privileges() {
@@ -298,10 +429,29 @@ void Daemon::announce_ready() {
     sd_notify("READY=1");
 }
 
+void Daemon::finish_takeover() {
+    if (!handover_) return;
+    const Result<void> confirmed = handover_->confirm_ready();
+    handover_.reset();  // what no step served is closed
+    if (!confirmed) {
+        log_warning("takeover: %s; serving beside it", confirmed.error().c_str());
+        return;
+    }
+    runtime_lock_.claim_pid();
+    log_info("takeover: the previous instance drains; its sockets are served here");
+}
+
 void Daemon::run() {
     const int signal_number = supervisor_->run();
     readiness_.set_draining();  // before anything stops: probes see 503 throughout
-    log_info("shutting down (%s)", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+    {
+        // No offer from here on: the drain closes the sockets an offer would duplicate.
+        MutexLock lock(offer_mu_);
+        stopping_ = true;
+    }
+    log_info("shutting down (%s)", supervisor_->stopped_by_request() ? "taken over"
+                                   : signal_number == SIGINT         ? "SIGINT"
+                                                                     : "SIGTERM");
     sd_notify("STOPPING=1");
 }
 

@@ -27,6 +27,7 @@
 #include "common/counters.h"
 #include "common/inherited_sockets.h"
 #include "common/readiness.h"
+#include "common/mutex.h"
 #include "common/result.h"
 #include "common/runtime_lock.h"
 #include "config/config.h"
@@ -35,6 +36,7 @@
 #include "daemon/nscd_refuser.h"
 #include "daemon/privileges.h"
 #include "daemon/supervisor.h"
+#include "daemon/takeover.h"
 #include "front/host_front.h"
 #include "nscd/nscd_server.h"
 #include "nssd/nss_server.h"
@@ -64,7 +66,12 @@ class Daemon {
     Result<void> take_inherited_sockets();
     // Where a takeover puts the sockets it received, before open_sockets().
     InheritedSockets& inherited_sockets() { return inherited_; }
-    // A second instance with the same runtime paths must touch nothing of the first.
+    // --takeover: the running instance's descriptors (takeover.h); its sockets go into the
+    // inherited sockets, which the steps below serve instead of binding. None running there:
+    // start as without the flag.
+    Result<void> take_over();
+    // A second instance with the same runtime paths must touch nothing of the first (a
+    // takeover holds the lock files it was handed: the lock passes without a gap).
     Result<void> acquire_lock();
     // The cache and the TLS context (an error here is a configuration error: exit 2).
     Result<void> build_state();
@@ -88,8 +95,10 @@ class Daemon {
     void start_threads();
     // The start-up summary, "ready", the configured log level, READY=1.
     void announce_ready();
-    // The supervisor's loop until SIGTERM or SIGINT, then draining (/ready: 503), "shutting
-    // down" and STOPPING=1.
+    // After announce_ready(), with --takeover: the running instance is told to drain.
+    void finish_takeover();
+    // The supervisor's loop until SIGTERM or SIGINT (or a takeover by another instance), then
+    // draining (/ready: 503), "shutting down" and STOPPING=1.
     void run();
     // The drain: the host front first (nscd, whose clients drop the map at once, then NSS:
     // both stop with the front's thread), then every worker stops reading and answers what
@@ -101,10 +110,22 @@ class Daemon {
     void save_cache_file();
 
   private:
+    // The control thread's side of a takeover by another instance (takeover_offer.cpp).
+    Result<std::vector<control::NamedFd>> takeover_offer();
+    void drain_for_takeover();
+    // The cache a running instance handed over, into the cache (but for `local`, what the
+    // routing answers itself): true if loaded.
+    bool load_handed_cache(const cache::NameSet& local);
+
     const ConfigSource& source_;
     const Config& config_;
 
     InheritedSockets inherited_;
+    std::unique_ptr<Handover> handover_;  // --takeover, until finish_takeover()
+    // A takeover offer (control thread) and the start of the drain (main thread) exclude each
+    // other: an offer never duplicates a descriptor the drain is closing.
+    Mutex offer_mu_;
+    bool stopping_ NSCACHE_GUARDED_BY(offer_mu_) = false;
     RuntimeLock runtime_lock_;
     uint64_t started_ms_ = 0;
     // Starting, ready (announce_ready), draining (run's end): /ready tells it.

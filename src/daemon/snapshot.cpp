@@ -79,16 +79,24 @@ void warn_about_settings(const server::Settings& settings) {
     }
 }
 
-void flush_local_answers(cache::Cache& cache, const upstream::Routing& routing) {
+cache::NameSet local_answer_names(const upstream::Routing& routing) {
     auto bytes = [](const std::string& wire) {
         return dns::Bytes(reinterpret_cast<const uint8_t*>(wire.data()), wire.size());
     };
-    for (const std::string& name : routing.local_names()) cache.flush_name(bytes(name));
-    for (const std::string& zone : routing.local_zones()) cache.flush_suffix(bytes(zone));
+    cache::NameSet names;
+    for (const std::string& name : routing.local_names()) names.add_name(bytes(name));
+    for (const std::string& zone : routing.local_zones()) names.add_subtree(bytes(zone));
     for (const char* chaos : {"version.bind.", "version.server.", "id.server.", "hostname.bind."}) {
-        dns::NameBuffer name = *dns::name_from_text(chaos);
-        cache.flush_name(name.view());
+        const dns::NameBuffer name = *dns::name_from_text(chaos);
+        names.add_name(name.view());
     }
+    return names;
+}
+
+size_t flush_local_answers(cache::Cache& cache, const upstream::Routing& routing) {
+    // One pass for all of them: a pass per local zone (about 100: RFC 6303's) cost 594M
+    // instructions at start with an empty cache, and 100 passes over a full one.
+    return cache.flush_matching(local_answer_names(routing));
 }
 
 }  // namespace nscache::daemon

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cache/cache.h"
+#include "cache/name_set.h"
 #include "common/log.h"
 #include "config/config.h"
 #include "control/control_server.h"
@@ -48,8 +49,13 @@ LogLevel log_level_of(LogThreshold threshold);
 // an `allow` beyond loopback without a rate limit. At start and at every reload.
 void warn_about_settings(const server::Settings& settings);
 
-// Entries a cache may hold that the routing answers itself (local names, the zones kept
-// local, CHAOS identities): flushed at start after the cache file and at every reload.
-void flush_local_answers(cache::Cache& cache, const upstream::Routing& routing);
+// What the routing answers itself (local names, the zones kept local, CHAOS identities): a
+// cache file's entries for them are left out at start, as the cache must not answer for them.
+cache::NameSet local_answer_names(const upstream::Routing& routing);
+
+// Removes the cache's entries that local_answer_names covers, in one pass over the cache
+// (none when it is empty), at every reload; returns how many went. A pass over the whole
+// cache: from the supervisor's thread, never from one that answers queries.
+size_t flush_local_answers(cache::Cache& cache, const upstream::Routing& routing);
 
 }  // namespace nscache::daemon

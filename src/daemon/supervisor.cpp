@@ -114,8 +114,17 @@ void Supervisor::watch_files() {
     files_.watch({c.upstreams_from_resolv_conf ? c.resolv_conf_path : std::string(), c.hosts_file});
 }
 
+void Supervisor::request_stop() {
+    stop_requested_.store(true, std::memory_order_release);
+    loop_.wake();
+}
+
 bool Supervisor::run_once(int max_wait_ms) {
     loop_.run_once(max_wait_ms, [this] {
+        if (stop_requested_.load(std::memory_order_acquire) && stop_signal_ == 0) {
+            stop_signal_ = SIGTERM;
+            stopped_by_request_ = true;
+        }
         requests_.drain([this](std::promise<std::string>& reply) {
             reply.set_value(reload("nscache reload"));
         });

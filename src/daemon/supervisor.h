@@ -9,15 +9,15 @@
 // server; the cache and every query in flight are kept. Options that only a restart can
 // change are named in the log.
 //
-// Threads: run(), attach() and the constructor on the main thread; request_reload() from any
-// other thread (it waits for the main thread's answer); current(), routing() and
-// upstream_groups() from any thread.
-// Guarantees:
+// Threads: run(), attach() and the constructor on the main thread; request_stop() from any
+// thread; request_reload() from any other thread (it waits for the main thread's answer);
+// current(), routing() and upstream_groups() from any thread. Guarantees:
 // - Reloads run one at a time, on the main thread's loop only.
 // - A reload request is answered exactly once: by the reload, or, once run() has returned,
 //   at once with "error: the daemon is shutting down".
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <future>
 #include <memory>
@@ -80,6 +80,12 @@ class Supervisor final : public EventHandler {
     // Any thread: wait_until() checks done() again.
     void wake() { loop_.wake(); }
 
+    // Any thread: ends run() as SIGTERM does, so the same drain and exit follow (a takeover:
+    // another instance serves the sockets now). run() then returns SIGTERM.
+    void request_stop();
+    // After run(): whether request_stop() rather than a signal ended it.
+    bool stopped_by_request() const { return stopped_by_request_; }
+
     // Any thread but the main one: reloads now and returns the control reply text.
     std::string request_reload();
     // Any thread: the settings in force.
@@ -109,6 +115,8 @@ class Supervisor final : public EventHandler {
     EventLoop::Registration signal_registration_ = EventLoop::kNoRegistration;
     FileWatch files_;
     int stop_signal_ = 0;
+    std::atomic<bool> stop_requested_{false};  // request_stop(), read on the loop
+    bool stopped_by_request_ = false;
     int stop_signals_ = 0;  // SIGTERM and SIGINT read so far
 
     mutable Mutex mu_;

@@ -27,9 +27,13 @@ void RequestSocket::close() {
     connections_.clear();
     if (fd_ >= 0) {
         ::close(fd_);
-        if (owns_path_) unlink(options_.path.c_str());
+        if (owns_path_.load(std::memory_order_relaxed)) unlink(options_.path.c_str());
     }
     fd_ = -1;
+}
+
+int RequestSocket::dup_fd() const {
+    return fd_ >= 0 ? fcntl(fd_, F_DUPFD_CLOEXEC, 0) : -1;
 }
 
 Result<void> RequestSocket::bind() {
@@ -63,7 +67,7 @@ Result<void> RequestSocket::bind() {
         return Error{"cannot bind " + options_.what + " " + options_.path + ": " +
                      std::strerror(bind_errno)};
     }
-    owns_path_ = true;
+    owns_path_.store(true, std::memory_order_relaxed);
     return {};
 }
 

@@ -11,6 +11,7 @@
 // - The path is unlinked at destruction only if this object bound it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -53,6 +54,11 @@ class RequestSocket {
 
     const std::string& path() const { return options_.path; }
     bool inherited() const { return options_.inherited_fd >= 0; }
+    // A duplicate of the socket for a takeover offer, or -1 (any thread).
+    int dup_fd() const;
+    // Another instance serves this socket now (takeover): destruction leaves the path (any
+    // thread, before destruction).
+    void release_path() { owns_path_.store(false, std::memory_order_relaxed); }
     // The client `id`, or null when it is gone (answered, closed, timed out).
     RequestConnection* find(uint64_t id) { return connections_.find(id); }
     // Closes every client (before the handler goes).
@@ -67,7 +73,7 @@ class RequestSocket {
     EventLoop& loop_;
     RequestSocketOptions options_;
     int fd_ = -1;
-    bool owns_path_ = false;              // bound here: unlinked at the end
+    std::atomic<bool> owns_path_{false};  // bound here: unlinked at the end
     std::unique_ptr<Listener> listener_;  // from start()
     RequestConnections connections_;
 };

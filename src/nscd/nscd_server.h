@@ -54,6 +54,8 @@ class NscdServer final : public front::Protocol {
     // answers on, binds the socket (not listening yet: the daemon's own initgroups() must
     // not wait on it), creates the map.
     Result<void> open();
+    // The socket, for a takeover: its descriptor to hand over, its path to leave.
+    front::RequestSocket& request_socket() { return socket_; }
     // Any thread: after a cache flush, nothing published before it may be served.
     void invalidate_map();
     // Any thread: the front's thread switches to `settings` (its routing) at its next wake-up.

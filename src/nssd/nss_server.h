@@ -42,6 +42,8 @@ class NssServer final : public front::Protocol {
     // Binds and listens on the socket and creates the map (a sealed memfd handed out over the
     // socket). Call at startup, before any thread runs: it sets the umask.
     Result<void> open();
+    // The socket, for a takeover: its descriptor to hand over, its path to leave.
+    front::RequestSocket& request_socket() { return socket_; }
     // Any thread: after a cache flush, nothing published before it may be served.
     void invalidate_map() { map_.invalidate_all(); }
     // Any thread: the front's thread switches to `settings` (its routing) at its next wake-up.

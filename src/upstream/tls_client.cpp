@@ -9,6 +9,8 @@
 
 #include <cstring>
 
+#include "common/log.h"
+
 namespace nscache::upstream {
 namespace {
 
@@ -110,9 +112,13 @@ std::unique_ptr<TlsClient> TlsClient::create(const TlsSettings& settings, std::s
     // offers it on its next connect; OpenSSL's own client cache is not used.
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
     SSL_CTX_sess_set_new_cb(ctx, remember_session);
-    const bool loaded = settings.ca_file.empty() ? SSL_CTX_set_default_verify_paths(ctx) == 1
-                                                 : SSL_CTX_load_verify_locations(
-                                                       ctx, settings.ca_file.c_str(), nullptr) == 1;
+    bool loaded = true;
+    if (!settings.ca_file.empty()) {
+        loaded = SSL_CTX_load_verify_locations(ctx, settings.ca_file.c_str(), nullptr) == 1;
+    } else if (settings.system_store_now) {
+        loaded = SSL_CTX_set_default_verify_paths(ctx) == 1;
+        std::call_once(client->system_store_once_, [] {});  // done: nothing left for later
+    }
     if (!loaded) {
         error = "TLS: cannot load " +
                 (settings.ca_file.empty() ? std::string("the system trust store")
@@ -130,7 +136,18 @@ TlsClient::~TlsClient() {
     SSL_CTX_free(ctx_);
 }
 
+void TlsClient::load_system_store_once() const {
+    std::call_once(system_store_once_, [this] {
+        if (!settings_.ca_file.empty()) return;
+        // Unauthenticated from here on if it fails: strict mode then uses no TLS server.
+        if (SSL_CTX_set_default_verify_paths(ctx_) != 1) {
+            log_error("TLS: cannot load the system trust store: %s", openssl_error().c_str());
+        }
+    });
+}
+
 SSL* TlsClient::new_session(int fd, const TlsPeer& peer) const {
+    load_system_store_once();
     SSL* ssl = SSL_new(ctx_);
     if (ssl == nullptr) return nullptr;
     if (SSL_set_fd(ssl, fd) != 1) {

@@ -8,11 +8,14 @@
 // authentication name (or, without a name, its IP address).
 //
 // The context is read-only after start and shared by every worker (OpenSSL allows SSL_new on
-// one SSL_CTX from many threads); each SSL object belongs to the worker that made it.
+// one SSL_CTX from many threads); each SSL object belongs to the worker that made it. The one
+// write after start, a deferred system trust store, happens once (std::call_once) before the
+// first SSL object is made from the context.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -26,6 +29,11 @@ namespace nscache::upstream {
 struct TlsSettings {
     std::string ca_file;  // empty: the system trust store
     TlsAuth auth = TlsAuth::Strict;
+    // The system trust store (ca_file empty) is loaded at create() when this is set (a tls://
+    // upstream is configured at start), otherwise by the first new_session(): parsing it is
+    // 236M instructions, most of a restart's start-up for a daemon with no DNS over TLS.
+    // A tls-ca-file is always read at create(), so a bad one is a config error at start.
+    bool system_store_now = true;
 };
 
 // What one connection must verify.
@@ -54,8 +62,12 @@ class TlsClient {
   private:
     explicit TlsClient(const TlsSettings& settings) : settings_(settings) {}
 
+    // The system trust store, if create() left it for later.
+    void load_system_store_once() const;
+
     const TlsSettings settings_;
     ssl_ctx_st* ctx_ = nullptr;
+    mutable std::once_flag system_store_once_;
 };
 
 }  // namespace nscache::upstream

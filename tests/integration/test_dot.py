@@ -339,3 +339,15 @@ def test_pin_on_the_ca_of_the_verified_chain(daemon, pki, forged, unbound, case)
     finally:
         if server is not None:
             server.stop()
+
+
+def test_a_bad_tls_ca_file_is_an_error_at_start_without_any_tls_upstream(daemon, fake_upstream, tmp_path):
+    """The system trust store waits for the first TLS connection when no tls:// upstream is
+    configured; a tls-ca-file that cannot be read is still refused at start, not at first use."""
+    bad = tmp_path / "not-a-ca.pem"
+    bad.write_text("this is not a certificate\n")
+    d = daemon(fake_upstream.addr, config=f'tls-ca-file = "{bad}"\n', expect_ready=False)
+    d.proc.wait(timeout=10)
+    d.stopped_by_test = True
+    assert d.proc.returncode == 2, d.stderr_text()
+    assert "tls-ca-file" in d.stderr_text(), d.stderr_text()

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -257,6 +258,157 @@ TEST_F(CacheFileTest, AFileWrittenBeforeLoadsAndTheSameCacheIsWrittenAlike) {
     const uint64_t checksum =
         uint64_t{dns::read_u32(trailer_checksum)} << 32 | dns::read_u32(trailer_checksum + 4);
     EXPECT_EQ(fnv1a(kFileOfBefore, body), checksum);
+}
+
+}  // namespace
+}  // namespace nscache::cache
+
+namespace nscache::cache {
+namespace {
+
+// --takeover hands the cache over as a dump in a memfd: written by one process, passed over
+// SCM_RIGHTS and read by the next, its offset at the end where the writer left it.
+TEST_F(CacheFileTest, DumpToAndLoadFromAMemfd) {
+    cache::Cache before(cache::CacheConfig{.budget_bytes = 1 << 20});
+    for (int i = 0; i < 50; ++i)
+        store(before, "m" + std::to_string(i) + ".example.test", 300, kNow);
+    const int fd = memfd_create("nscache-cache", MFD_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    auto dumped = dump_cache_fd(before, fd, kNow + 2000, kWall);
+    ASSERT_TRUE(dumped.ok()) << dumped.error();
+    EXPECT_EQ(dumped.value(), 50u);
+    const off_t end = lseek(fd, 0, SEEK_CUR);
+    EXPECT_GT(end, 0);
+
+    cache::Cache after(cache::CacheConfig{.budget_bytes = 1 << 20});
+    auto loaded = load_cache_fd(after, fd, kPolicy, 42'000, kWall + 10'000);
+    ASSERT_TRUE(loaded.ok()) << loaded.error();
+    EXPECT_EQ(loaded.value(), 50u);
+    EXPECT_EQ(lseek(fd, 0, SEEK_CUR), end) << "the descriptor's offset moved";
+    auto r = find(after, "m7.example.test", 42'000);
+    ASSERT_EQ(r.freshness, cache::Freshness::Fresh);
+    EXPECT_EQ(ttl_of(r, "m7.example.test"), 300u - 12u);
+
+    // The same bytes as the path-based dump writes.
+    ASSERT_TRUE(dump_cache(before, path_, kNow + 2000, kWall).ok());
+    std::string in_memfd(static_cast<size_t>(end), '\0');
+    ASSERT_EQ(pread(fd, in_memfd.data(), in_memfd.size(), 0), end);
+    EXPECT_EQ(in_memfd, read_file(path_));
+    close(fd);
+}
+
+TEST_F(CacheFileTest, LoadFromADescriptorChecksAsMuch) {
+    cache::Cache c(cache::CacheConfig{.budget_bytes = 1 << 20});
+    for (int i = 0; i < 10; ++i) store(c, "n" + std::to_string(i) + ".example.test", 300, kNow);
+    const int fd = memfd_create("nscache-cache", MFD_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(dump_cache_fd(c, fd, kNow, kWall).ok());
+    const off_t size = lseek(fd, 0, SEEK_END);
+    ASSERT_EQ(ftruncate(fd, size - 1), 0);  // the checksum's last byte lost
+    cache::Cache fresh(cache::CacheConfig{.budget_bytes = 1 << 20});
+    EXPECT_FALSE(load_cache_fd(fresh, fd, kPolicy, kNow, kWall).ok());
+    ASSERT_EQ(ftruncate(fd, 0), 0);
+    EXPECT_FALSE(load_cache_fd(fresh, fd, kPolicy, kNow, kWall).ok());
+    close(fd);
+    EXPECT_EQ(fresh.counters().entries, 0u);
+
+    // Not a regular file: refused rather than read until its writer goes.
+    int pipe_fds[2];
+    ASSERT_EQ(pipe2(pipe_fds, O_CLOEXEC), 0);
+    auto loaded = load_cache_fd(fresh, pipe_fds[0], kPolicy, kNow, kWall);
+    EXPECT_FALSE(loaded.ok());
+    EXPECT_NE(loaded.error().find("not a regular file"), std::string::npos) << loaded.error();
+    // A dump into a descriptor that cannot be written says so.
+    EXPECT_FALSE(dump_cache_fd(c, pipe_fds[0], kNow, kWall).ok());
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    EXPECT_FALSE(load_cache_fd(fresh, -1, kPolicy, kNow, kWall).ok());
+}
+
+}  // namespace
+}  // namespace nscache::cache
+
+namespace nscache::cache {
+namespace {
+
+// At start the daemon leaves out what its routing answers itself as the file loads, instead
+// of a pass over the filled cache after it: those entries are checked, not inserted, not
+// counted.
+TEST_F(CacheFileTest, LoadLeavesOutWhatTheSetCovers) {
+    cache::Cache before(cache::CacheConfig{.budget_bytes = 1 << 20});
+    for (const char* name :
+         {"localhost", "a.localhost", "printer.lan", "kept.example.test", "sub.printer.lan"}) {
+        store(before, name, 300, kNow);
+    }
+    ASSERT_TRUE(dump_cache(before, path_, kNow, kWall).ok());
+    NameSet local;
+    local.add_subtree(dns::name_from_text("localhost")->view());
+    local.add_name(dns::name_from_text("printer.lan")->view());
+    cache::Cache after(cache::CacheConfig{.budget_bytes = 1 << 20});
+    auto loaded = load_cache(after, path_, kPolicy, kNow, kWall, LoadOptions{.leave_out = &local});
+    ASSERT_TRUE(loaded.ok()) << loaded.error();
+    EXPECT_EQ(loaded.value(), 2u);
+    EXPECT_EQ(after.counters().entries, 2u);
+    EXPECT_EQ(find(after, "kept.example.test", kNow).freshness, cache::Freshness::Fresh);
+    EXPECT_EQ(find(after, "sub.printer.lan", kNow).freshness, cache::Freshness::Fresh);
+    EXPECT_EQ(find(after, "localhost", kNow).freshness, cache::Freshness::Miss);
+    EXPECT_EQ(find(after, "printer.lan", kNow).freshness, cache::Freshness::Miss);
+}
+
+// A file whose checksum holds but whose last entry is broken (written by someone who knows
+// the format): nothing of it goes in, not even the good entries before the broken one.
+TEST_F(CacheFileTest, ABrokenEntryAfterGoodOnesKeepsTheWholeFileOut) {
+    cache::Cache c(cache::CacheConfig{.budget_bytes = 1 << 20});
+    for (int i = 0; i < 20; ++i) store(c, "n" + std::to_string(i) + ".example.test", 300, kNow);
+    ASSERT_TRUE(dump_cache(c, path_, kNow, kWall).ok());
+    std::string bytes = read_file(path_);
+    // The last entry's last byte before the trailer is its EDE length: claim one byte more
+    // than the entry has, then seal the file with a checksum that matches again.
+    const size_t body = bytes.size() - 20;
+    bytes[body - 1] = 1;
+    const uint64_t sum = fnv1a(reinterpret_cast<const uint8_t*>(bytes.data()), body);
+    for (int i = 0; i < 8; ++i) bytes[body + 12 + i] = static_cast<char>(sum >> (56 - 8 * i));
+    const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+    cache::Cache fresh(cache::CacheConfig{.budget_bytes = 1 << 20});
+    EXPECT_FALSE(load_cache_bytes(fresh, data, bytes.size(), kPolicy, kNow, kWall).ok());
+    EXPECT_EQ(fresh.counters().entries, 0u);
+    // At start (one pass, inserting as it checks) the good entries went in, then out again.
+    EXPECT_FALSE(load_cache_bytes(fresh, data, bytes.size(), kPolicy, kNow, kWall,
+                                  LoadOptions{.cache_is_private = true})
+                     .ok());
+    EXPECT_EQ(fresh.counters().entries, 0u);
+    // A cache that holds something already is never emptied for it: checked first.
+    store(fresh, "mine.example.test", 300, kNow);
+    EXPECT_FALSE(load_cache_bytes(fresh, data, bytes.size(), kPolicy, kNow, kWall,
+                                  LoadOptions{.cache_is_private = true})
+                     .ok());
+    EXPECT_EQ(fresh.counters().entries, 1u);
+    EXPECT_EQ(find(fresh, "mine.example.test", kNow).freshness, cache::Freshness::Fresh);
+}
+
+}  // namespace
+}  // namespace nscache::cache
+
+namespace nscache::cache {
+namespace {
+
+TEST_F(CacheFileTest, APrivateLoadInsertsWhatASharedOneDoes) {
+    cache::Cache before(cache::CacheConfig{.budget_bytes = 1 << 20});
+    for (int i = 0; i < 300; ++i)
+        store(before, "p" + std::to_string(i) + ".example.test", 300, kNow);
+    store(before, "short.example.test", 5, kNow);
+    ASSERT_TRUE(dump_cache(before, path_, kNow, kWall).ok());
+    cache::Cache shared(cache::CacheConfig{.budget_bytes = 1 << 20});
+    cache::Cache alone(cache::CacheConfig{.budget_bytes = 1 << 20});
+    auto a = load_cache(shared, path_, kPolicy, kNow, kWall + 10'000);
+    auto b = load_cache(alone, path_, kPolicy, kNow, kWall + 10'000,
+                        LoadOptions{.cache_is_private = true});
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a.value(), 300u);
+    EXPECT_EQ(b.value(), 300u);
+    EXPECT_EQ(alone.counters().entries, shared.counters().entries);
+    EXPECT_EQ(ttl_of(find(alone, "p299.example.test", kNow), "p299.example.test"), 290u);
+    EXPECT_EQ(find(alone, "short.example.test", kNow).freshness, cache::Freshness::Miss);
 }
 
 }  // namespace

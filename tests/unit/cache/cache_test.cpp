@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "cache/cache.h"
 
+#include "cache/name_set.h"
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -285,6 +287,33 @@ TEST_F(CacheTest, FlushNameRemovesOnlyThatName) {
     EXPECT_EQ(cache.flush_name(dns::name_from_text("drop.example.test")->view()), 2u);
     EXPECT_EQ(find(cache, "drop.example.test", kStart).freshness, Freshness::Miss);
     EXPECT_EQ(find(cache, "keep.example.test", kStart).freshness, Freshness::Fresh);
+}
+
+// The local names and zones of a routing, dropped in one pass (daemon/snapshot.h's
+// flush_local_answers): exact names only as themselves, subtrees with every name below.
+TEST_F(CacheTest, FlushMatchingRemovesNamesAndSubtreesInOnePass) {
+    Cache cache(CacheConfig{.budget_bytes = 1 << 20});
+    for (const char* name : {"printer.lan", "sub.printer.lan", "localhost", "a.b.localhost",
+                             "1.0.0.127.in-addr.arpa", "127.in-addr.arpa", "keep.example.test",
+                             "in-addr.arpa", "8.8.8.8.in-addr.arpa", "xlocalhost"}) {
+        store(cache, name, 300, kStart);
+    }
+    NameSet local;
+    local.add_name(dns::name_from_text("printer.lan")->view());
+    local.add_subtree(dns::name_from_text("localhost")->view());
+    local.add_subtree(dns::name_from_text("127.in-addr.arpa")->view());
+    EXPECT_EQ(cache.flush_matching(local), 5u);
+    for (const char* gone : {"printer.lan", "localhost", "a.b.localhost", "1.0.0.127.in-addr.arpa",
+                             "127.in-addr.arpa"}) {
+        EXPECT_EQ(find(cache, gone, kStart).freshness, Freshness::Miss) << gone;
+    }
+    for (const char* kept : {"sub.printer.lan", "keep.example.test", "in-addr.arpa",
+                             "8.8.8.8.in-addr.arpa", "xlocalhost"}) {
+        EXPECT_EQ(find(cache, kept, kStart).freshness, Freshness::Fresh) << kept;
+    }
+    EXPECT_EQ(cache.flush_matching(NameSet{}), 0u);
+    Cache empty(CacheConfig{.budget_bytes = 1 << 20});
+    EXPECT_EQ(empty.flush_matching(local), 0u);
 }
 
 TEST_F(CacheTest, TooBigForClientGetsTruncatedAnswer) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "control/control_server.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -8,6 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -220,6 +222,42 @@ TEST_F(ControlServerTest, HealthOnTheMetricsAddress) {
     start();
     EXPECT_EQ(status_line(http(port, "GET /ready HTTP/1.0\r\n\r\n")), "HTTP/1.0 200 OK");
     EXPECT_EQ(status_line(http(port, "GET /metrics HTTP/1.0\r\n\r\n")), "HTTP/1.0 200 OK");
+}
+
+}  // namespace
+}  // namespace nscache::control
+
+namespace nscache::control {
+namespace {
+
+TEST_F(ControlServerTest, TakeoverIsRefusedWithoutItsHooks) {
+    start();
+    EXPECT_EQ(request("takeover\n"), "error: takeover is not available\n");
+    EXPECT_EQ(request("stats\n").rfind("ok\n", 0), 0u);  // and the server serves on
+}
+
+// The connection hands its socket to the takeover session, which sends the offer, waits for
+// "ready" (on a deadline of its own: TakeoverSessionTest) and drains once; a second takeover
+// while one waits is refused, and any after the drain.
+TEST_F(ControlServerTest, TakeoverHandsTheOfferAndDrainsOnReady) {
+    std::atomic<int> drains{0};
+    options_.takeover.offer = []() -> Result<std::vector<NamedFd>> {
+        return std::vector<NamedFd>{{"cache", open("/dev/null", O_RDONLY | O_CLOEXEC)}};
+    };
+    options_.takeover.drain = [&drains] { ++drains; };
+    start();
+    const int fd = connect_client();
+    ASSERT_EQ(send(fd, "takeover\n", 9, MSG_NOSIGNAL), 9);
+    Result<std::vector<NamedFd>> offer = receive_takeover(fd);
+    ASSERT_TRUE(offer.ok()) << offer.error();
+    ASSERT_EQ(offer->size(), 1u);
+    close_all(*offer);
+    EXPECT_EQ(request("takeover\n"), "error: a takeover is already in progress\n");
+    EXPECT_EQ(drains.load(), 0);
+    ASSERT_EQ(send(fd, "ready\n", 6, MSG_NOSIGNAL), 6);
+    EXPECT_EQ(read_all(fd), "ok draining\n");
+    EXPECT_EQ(drains.load(), 1);
+    EXPECT_EQ(request("takeover\n"), "error: this instance is draining\n");
 }
 
 }  // namespace

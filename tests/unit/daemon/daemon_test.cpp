@@ -9,11 +9,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "cache/cache_file.h"
+#include "cache/cache_test_support.h"
+#include "common/clock.h"
 #include "daemon_test_support.h"
 #include "front/front_test_support.h"
 #include "nscd/protocol.h"
@@ -85,6 +89,52 @@ TEST_F(DaemonTest, RunsEveryStepAndStopsOnSigterm) {
     struct stat st {};
     EXPECT_EQ(stat(cache_file().c_str(), &st), 0) << "cache-file written at stop";
     EXPECT_NE(stat(control().c_str(), &st), 0) << "control socket removed with the Daemon";
+}
+
+// A cache file from another config (or someone else) may hold answers for what this routing
+// answers itself: they are left out at start, the rest loads.
+TEST_F(DaemonTest, TheCacheFileLoadsWithoutWhatIsLocalNow) {
+    const std::vector<std::string> local = {"localhost", "a.localhost", "1.0.0.127.in-addr.arpa",
+                                            "version.bind", "printer.lan"};
+    const std::vector<std::string> kept = {"kept.example.test", "localhost.example.test"};
+    {
+        cache::Cache c(cache::CacheConfig{.budget_bytes = 1 << 20});
+        for (const auto& names : {local, kept}) {
+            for (const std::string& name : names) {
+                cache::testing::ClientQuery q(name, dns::rtype::A);
+                c.insert(cache::CacheKey{q.lower.view(), dns::rtype::A, 1, 0},
+                         *cache::testing::prepare(cache::testing::positive_answer(name, {300}),
+                                                  cache::TtlPolicy{}),
+                         monotonic_ms());
+            }
+        }
+        ASSERT_TRUE(cache::dump_cache(c, cache_file(), monotonic_ms(), wall_ms()).ok());
+    }
+    {
+        Daemon d(files_.source, config_);
+        ASSERT_TRUE(d.acquire_lock());
+        ASSERT_TRUE(d.build_state());
+        d.build_settings();
+        d.load_cache_file();
+        d.save_cache_file();  // what the cache holds now
+    }
+    cache::Cache after(cache::CacheConfig{.budget_bytes = 1 << 20});
+    const auto loaded =
+        cache::load_cache(after, cache_file(), cache::TtlPolicy{}, monotonic_ms(), wall_ms());
+    ASSERT_TRUE(loaded.ok()) << loaded.error();
+    EXPECT_EQ(loaded.value(), kept.size());
+    std::array<uint8_t, 4096> out{};
+    auto freshness = [&](const std::string& name) {
+        cache::testing::ClientQuery q(name, dns::rtype::A);
+        return after
+            .lookup(cache::CacheKey{q.lower.view(), dns::rtype::A, 1, 0}, q.query(), monotonic_ms(),
+                    cache::RenderLimits{}, out, false)
+            .freshness;
+    };
+    for (const std::string& name : local)
+        EXPECT_EQ(freshness(name), cache::Freshness::Miss) << name;
+    for (const std::string& name : kept)
+        EXPECT_EQ(freshness(name), cache::Freshness::Fresh) << name;
 }
 
 // A step that fails leaves the destructor to release what the earlier ones built.

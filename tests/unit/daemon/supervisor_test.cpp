@@ -123,3 +123,27 @@ TEST_F(SupervisorTest, AnEditedHostsFileIsPublishedOnceTheWatchSettles) {
 
 }  // namespace
 }  // namespace nscache::daemon
+
+namespace nscache::daemon {
+namespace {
+
+// A takeover's drain: the control thread asks, and run() ends as on SIGTERM.
+TEST_F(SupervisorTest, AStopRequestFromAnotherThreadEndsTheRunAsSigtermDoes) {
+    start("upstream = [\"192.0.2.1\"]\n");
+    EXPECT_FALSE(supervisor_->run_once(0));
+    std::thread control([&] { supervisor_->request_stop(); });
+    control.join();
+    EXPECT_EQ(supervisor_->run(), SIGTERM);
+    EXPECT_TRUE(supervisor_->stopped_by_request());
+    EXPECT_EQ(supervisor_->request_reload(), "error: the daemon is shutting down\n");
+}
+
+TEST_F(SupervisorTest, ASignalIsNotAStopRequest) {
+    start("upstream = [\"192.0.2.1\"]\n");
+    pthread_kill(pthread_self(), SIGTERM);
+    EXPECT_EQ(supervisor_->run(), SIGTERM);
+    EXPECT_FALSE(supervisor_->stopped_by_request());
+}
+
+}  // namespace
+}  // namespace nscache::daemon

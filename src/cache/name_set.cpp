@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "cache/name_set.h"
+
+#include <algorithm>
+
+namespace nscache::cache {
+namespace {
+
+std::string_view view_of(dns::Bytes name) {
+    return std::string_view(reinterpret_cast<const char*>(name.data()), name.size());
+}
+
+// The label offsets of a well-formed wire name, its root label not counted; false for a
+// name whose labels run past its end or that has no root label.
+bool label_offsets(std::string_view name, size_t (&offsets)[128], size_t& labels) {
+    labels = 0;
+    size_t offset = 0;
+    while (offset < name.size()) {
+        const auto label = static_cast<uint8_t>(name[offset]);
+        if (label == 0) return offset + 1 == name.size();
+        if (labels == std::size(offsets)) return false;
+        offsets[labels++] = offset;
+        offset += 1 + size_t{label};
+    }
+    return false;
+}
+
+}  // namespace
+
+void NameSet::add_last_label(std::string_view name, const size_t (&offsets)[128], size_t labels) {
+    const std::string_view last = name.substr(offsets[labels - 1]);
+    if (std::find(last_labels_.begin(), last_labels_.end(), last) == last_labels_.end()) {
+        last_labels_.emplace_back(last);
+    }
+}
+
+void NameSet::add_name(dns::Bytes lower_name) {
+    const std::string_view name = view_of(lower_name);
+    size_t offsets[128];
+    size_t labels = 0;
+    if (!label_offsets(name, offsets, labels)) return;
+    if (labels == 0) {
+        root_ = true;
+        return;
+    }
+    names_.emplace(name);
+    add_last_label(name, offsets, labels);
+}
+
+void NameSet::add_subtree(dns::Bytes lower_name) {
+    const std::string_view name = view_of(lower_name);
+    size_t offsets[128];
+    size_t labels = 0;
+    if (!label_offsets(name, offsets, labels)) return;
+    if (labels == 0) {
+        covers_everything_ = true;
+        return;
+    }
+    subtrees_.emplace(name);
+    add_last_label(name, offsets, labels);
+}
+
+bool NameSet::covers(dns::Bytes lower_name) const {
+    if (empty()) return false;
+    const std::string_view name = view_of(lower_name);
+    size_t offsets[128];
+    size_t labels = 0;
+    if (!label_offsets(name, offsets, labels)) return false;
+    if (covers_everything_) return true;
+    if (labels == 0) return root_;
+    // Only a name whose last label ends one of the names or subtrees can be covered (a few:
+    // arpa, localhost, bind, ...): most cached names end in none and cost no hash lookup.
+    const std::string_view last = name.substr(offsets[labels - 1]);
+    if (std::find(last_labels_.begin(), last_labels_.end(), last) == last_labels_.end()) {
+        return false;
+    }
+    if (names_.find(name) != names_.end()) return true;
+    for (size_t i = 0; i < labels; ++i) {
+        if (subtrees_.find(name.substr(offsets[i])) != subtrees_.end()) return true;
+    }
+    return false;
+}
+
+}  // namespace nscache::cache

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "daemon/takeover.h"
+
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace nscache::daemon {
+namespace {
+
+constexpr std::string_view kLockPrefix = "lock:";
+
+void set_receive_timeout(int fd, int seconds) {
+    timeval tv{seconds, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+}  // namespace
+
+Handover::~Handover() {
+    control::close_all(fds_);
+    for (const auto& [path, fd] : locks_) close(fd);
+    if (connection_ >= 0) close(connection_);
+}
+
+Result<bool> Handover::request(const std::string& control_path) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (control_path.size() >= sizeof addr.sun_path) {
+        return Error{"control socket path too long: " + control_path};
+    }
+    std::memcpy(addr.sun_path, control_path.c_str(), control_path.size() + 1);
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return Error{std::string("cannot create a socket: ") + std::strerror(errno)};
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        const int e = errno;
+        close(fd);
+        if (e == ENOENT || e == ECONNREFUSED) return false;
+        return Error{"--takeover: cannot reach the running instance on " + control_path + ": " +
+                     std::strerror(e)};
+    }
+    set_receive_timeout(fd, kOfferTimeoutS);
+    const char request[] = "takeover\n";
+    if (send(fd, request, sizeof request - 1, MSG_NOSIGNAL) != sizeof request - 1) {
+        close(fd);
+        return Error{"--takeover: cannot send the request on " + control_path};
+    }
+    Result<std::vector<control::NamedFd>> got = control::receive_takeover(fd);
+    if (!got) {
+        close(fd);
+        return Error{"--takeover: the instance on " + control_path + " refused: " + got.error()};
+    }
+    connection_ = fd;
+    for (control::NamedFd& f : *got) {
+        if (f.name.rfind(kLockPrefix, 0) == 0) {
+            const std::string path = f.name.substr(kLockPrefix.size());
+            if (!locks_.emplace(path, f.fd).second) close(f.fd);
+        } else {
+            fds_.push_back(std::move(f));
+        }
+    }
+    return true;
+}
+
+int Handover::take(const std::string& name) {
+    for (auto it = fds_.begin(); it != fds_.end(); ++it) {
+        if (it->name == name) {
+            const int fd = it->fd;
+            fds_.erase(it);
+            return fd;
+        }
+    }
+    return -1;
+}
+
+std::vector<int> Handover::take_all(const std::string& name) {
+    std::vector<int> taken;
+    for (int fd = take(name); fd >= 0; fd = take(name)) taken.push_back(fd);
+    return taken;
+}
+
+Result<void> Handover::confirm_ready() {
+    if (connection_ < 0) return {};
+    set_receive_timeout(connection_, kConfirmTimeoutS);
+    const char ready[] = "ready\n";
+    std::string reply;
+    if (send(connection_, ready, sizeof ready - 1, MSG_NOSIGNAL) == sizeof ready - 1) {
+        char buf[128];
+        for (;;) {
+            const ssize_t n = recv(connection_, buf, sizeof buf, 0);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            reply.append(buf, static_cast<size_t>(n));
+            if (reply.find('\n') != std::string::npos || reply.size() > 100) break;
+        }
+    }
+    close(connection_);
+    connection_ = -1;
+    if (reply.rfind("ok", 0) != 0) {
+        return Error{
+            "the running instance did not confirm it drains (" +
+            (reply.empty() ? std::string("no answer") : reply.substr(0, reply.find('\n'))) + ")"};
+    }
+    return {};
+}
+
+}  // namespace nscache::daemon

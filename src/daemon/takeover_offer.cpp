@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The running instance's offer to `nscache serve --takeover` (built on the control thread),
+// and the new instance's cache load from it: Daemon members kept out of daemon.cpp.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+#include "cache/cache_file.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "daemon/daemon.h"
+
+namespace nscache::daemon {
+namespace {
+
+// The cache in the cache file's format, in a memfd: in memory only, never in a folder
+// another user could reach, and sealed against writes so the receiver reads exactly what was
+// dumped.
+Result<int> dump_cache_to_memfd(const cache::Cache& cache) {
+    const int fd = memfd_create("nscache-takeover-cache", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) return Error{std::string("cannot create a memfd: ") + std::strerror(errno)};
+    const uint64_t started = monotonic_ms();
+    const Result<uint64_t> dumped = cache::dump_cache_fd(cache, fd, started, wall_ms());
+    if (!dumped) {
+        close(fd);
+        return Error{"cannot dump the cache: " + dumped.error()};
+    }
+    log_info("takeover: %llu entries dumped for the new instance in %llu ms",
+             static_cast<unsigned long long>(*dumped),
+             static_cast<unsigned long long>(monotonic_ms() - started));
+    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+    return fd;
+}
+
+}  // namespace
+
+Result<std::vector<control::NamedFd>> Daemon::takeover_offer() {
+    MutexLock lock(offer_mu_);
+    if (stopping_) return Error{"this instance is stopping"};
+    std::vector<control::NamedFd> offer;
+    auto add = [&offer](const char* name, int fd) {
+        if (fd >= 0) offer.push_back({name, fd});
+    };
+    auto dup_of = [](int fd) { return fcntl(fd, F_DUPFD_CLOEXEC, 0); };
+    // Each socket once: shared ones (given to this process) are one socket dup'ed per
+    // worker, beside per-worker SO_REUSEPORT ones. A socket's inode names it. None may be
+    // left out: what the kernel queues on it would be lost when this process exits.
+    std::set<ino_t> offered;
+    for (const bool udp : {true, false}) {
+        for (const auto& per_worker : udp ? sockets_.udp : sockets_.tcp) {
+            for (int fd : per_worker) {
+                struct stat st {};
+                if (fstat(fd, &st) == 0 && offered.insert(st.st_ino).second) {
+                    add(udp ? "dns-udp" : "dns-tcp", dup_of(fd));
+                }
+            }
+        }
+    }
+    add("control", control_server_->dup_control_fd());
+    add("metrics", control_server_->dup_metrics_fd());
+    add("health", control_server_->dup_health_fd());
+    if (nss_) add("nss", nss_->request_socket().dup_fd());
+    if (nscd_) add("nscd", nscd_->request_socket().dup_fd());
+    for (const auto& [path, fd] : runtime_lock_.held()) {
+        const int copy = dup_of(fd);
+        if (copy >= 0) offer.push_back({"lock:" + path, copy});
+    }
+    Result<int> cache_fd = dump_cache_to_memfd(*cache_);
+    if (!cache_fd) {
+        control::close_all(offer);
+        return Error{cache_fd.error()};
+    }
+    add("cache", *cache_fd);
+    return offer;
+}
+
+void Daemon::drain_for_takeover() {
+    // The new instance serves the same sockets at the same paths: leave them there.
+    control_server_->release_path();
+    if (nss_) nss_->request_socket().release_path();
+    if (nscd_) nscd_->request_socket().release_path();
+    supervisor_->request_stop();
+}
+
+bool Daemon::load_handed_cache(const cache::NameSet& local) {
+    if (!handover_) return false;
+    const int fd = handover_->take("cache");
+    if (fd < 0) return false;
+    const uint64_t started = monotonic_ms();
+    // No worker runs yet: the cache is the loader's alone (one pass over the memfd).
+    const Result<uint64_t> loaded =
+        cache::load_cache_fd(*cache_, fd, settings_->resolver.ttl, started, wall_ms(),
+                             cache::LoadOptions{.leave_out = &local, .cache_is_private = true});
+    close(fd);
+    if (!loaded) {
+        log_warning("takeover: the running instance's cache was not loaded: %s",
+                    loaded.error().c_str());
+        return false;
+    }
+    log_info("loaded %llu entries from the running instance in %llu ms",
+             static_cast<unsigned long long>(*loaded),
+             static_cast<unsigned long long>(monotonic_ms() - started));
+    return true;
+}
+
+}  // namespace nscache::daemon
