@@ -293,3 +293,21 @@ def test_a_local_socket_at_another_path_is_not_taken(daemon, nsd):
     assert "is not configured here" in new.stderr_text()
     assert os.path.exists(new.workdir / "nss.sock")
     assert a_addrs(udp(port, f"www.{ZONE}")) == ["192.0.2.1"]
+
+
+def test_the_health_and_metrics_endpoints_pass_to_the_new_instance(daemon, nsd):
+    from test_health import free_tcp_port, get
+    health, metrics = free_tcp_port(), free_tcp_port()
+    config = f'health-listen = "127.0.0.1:{health}"\nmetrics-listen = "127.0.0.1:{metrics}"\n'
+    old = daemon(nsd.addr, config=config)
+    port = old.port
+    # Binding either port again would fail while the old one holds it: the new one serves
+    # the sockets it was handed.
+    new = daemon(nsd.addr, listen=(f"127.0.0.1:{port}",), config=config,
+                 extra_args=same_paths(old, port) + ["--takeover"])
+    new.control = old.control
+    old.stopped_by_test = True
+    assert wait_exit(old, 15) == 0, old.stderr_text()
+    assert get(health, "/ready")[0] == 200
+    assert get(metrics, "/metrics")[0] == 200
+    assert a_addrs(udp(port, f"www.{ZONE}")) == ["192.0.2.1"]
