@@ -54,6 +54,8 @@ def test_install_and_uninstall(stage):
         f"usr/lib/{triplet}/libnss_nscache.so.2",
         "etc/nscache/nscache.toml",
         "usr/local/lib/systemd/system/nscache.service",
+        "usr/local/lib/systemd/system/nscache.socket",
+        "usr/local/lib/systemd/system/nscache-tcp.socket",
         "usr/local/lib/sysusers.d/nscache.conf",
         "usr/local/share/doc/nscache/nss.md",
         "usr/local/share/doc/nscache/nscache.toml.example",
