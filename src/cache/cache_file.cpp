@@ -346,9 +346,9 @@ Result<uint64_t> dump_cache_fd(const Cache& cache, int fd, uint64_t now_ms, uint
     std::vector<EntrySnapshot> slice;
     for (size_t shard = 0; ok && shard < cache.shard_count(); ++shard) {
         for (size_t s = 0; ok && s < cache.slices_per_shard(); ++s) {
-            slice.clear();
-            cache.snapshot_slice(shard, s, now_ms, slice);
-            for (const auto& e : slice) {
+            const size_t n = cache.snapshot_slice_reusing(shard, s, now_ms, slice);
+            for (size_t i = 0; i < n; ++i) {
+                const EntrySnapshot& e = slice[i];
                 // A marker is rebuilt by the cache from its NXDOMAIN when that is loaded.
                 if (e.qtype == kNxdomainMarkerType) continue;
                 write_entry(w, e, now_ms, wall_now_ms);
