@@ -190,7 +190,12 @@ size_t Cache::slices_per_shard() const {
 
 void Cache::snapshot_slice(size_t shard, size_t slice, uint64_t now_ms,
                            std::vector<EntrySnapshot>& out) const {
-    shards_[shard]->snapshot_slice(slice, now_ms, out);
+    out.resize(shards_[shard]->snapshot_slice(slice, now_ms, out, out.size()));
+}
+
+size_t Cache::snapshot_slice_reusing(size_t shard, size_t slice, uint64_t now_ms,
+                                     std::vector<EntrySnapshot>& out) const {
+    return shards_[shard]->snapshot_slice(slice, now_ms, out, 0);
 }
 
 }  // namespace nscache::cache

@@ -174,6 +174,12 @@ class Cache {
     size_t slices_per_shard() const;
     void snapshot_slice(size_t shard, size_t slice, uint64_t now_ms,
                         std::vector<EntrySnapshot>& out) const;
+    // As snapshot_slice, but the slice's entries overwrite out[0..n) and n is returned:
+    // elements past n are kept, not destroyed, so their vectors' capacity serves the next
+    // slice and a dump stops allocating after its first slices (malloc and free were 40% of
+    // dumping a million entries; perf).
+    size_t snapshot_slice_reusing(size_t shard, size_t slice, uint64_t now_ms,
+                                  std::vector<EntrySnapshot>& out) const;
 
     // Inline: the hit path hashes each client query's name once, here.
     uint64_t hash_name(dns::Bytes lower_name) const {

@@ -381,7 +381,8 @@ size_t CacheShard::slice_count() const {
     return (bucket_count_ + kSliceBuckets - 1) / kSliceBuckets;
 }
 
-void CacheShard::snapshot_slice(size_t slice, uint64_t now_ms, std::vector<EntrySnapshot>& out) {
+size_t CacheShard::snapshot_slice(size_t slice, uint64_t now_ms, std::vector<EntrySnapshot>& out,
+                                  size_t first) {
     const size_t begin = slice * kSliceBuckets;
     const size_t end = std::min(bucket_count_, begin + kSliceBuckets);
     MutexLock lock(mu_);
@@ -389,7 +390,8 @@ void CacheShard::snapshot_slice(size_t slice, uint64_t now_ms, std::vector<Entry
     for (size_t b = begin; b < end; ++b) {
         for (const Entry* e = s->buckets[b]; e != nullptr; e = e->next) {
             if (is_dead(e, now_ms)) continue;
-            EntrySnapshot snap;
+            if (first == out.size()) out.emplace_back();
+            EntrySnapshot& snap = out[first++];
             snap.name.assign(e->name(), e->name() + e->name_len);
             snap.qtype = e->qtype;
             snap.qclass = e->qclass;
@@ -406,9 +408,9 @@ void CacheShard::snapshot_slice(size_t slice, uint64_t now_ms, std::vector<Entry
             a.records.assign(e->records(), e->records() + e->records_len);
             a.ttl_offsets.assign(e->ttl_offsets(), e->ttl_offsets() + e->ttl_count);
             a.ede.assign(e->ede(), e->ede() + e->ede_len);
-            out.push_back(std::move(snap));
         }
     }
+    return first;
 }
 
 void CacheShard::add_counters(CacheCounters& c) const {

@@ -50,7 +50,10 @@ class CacheShard {
     void set_budget(size_t budget_bytes);
 
     size_t slice_count() const;
-    void snapshot_slice(size_t slice, uint64_t now_ms, std::vector<EntrySnapshot>& out);
+    // Writes the slice's live entries to out[first..], reusing the elements there (growing
+    // `out` when it runs short, never shrinking it); returns the index after the last written.
+    size_t snapshot_slice(size_t slice, uint64_t now_ms, std::vector<EntrySnapshot>& out,
+                          size_t first);
 
     void add_counters(CacheCounters& c) const;
 

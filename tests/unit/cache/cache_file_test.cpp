@@ -409,6 +409,18 @@ TEST_F(CacheFileTest, APrivateLoadInsertsWhatASharedOneDoes) {
     EXPECT_EQ(alone.counters().entries, shared.counters().entries);
     EXPECT_EQ(ttl_of(find(alone, "p299.example.test", kNow), "p299.example.test"), 290u);
     EXPECT_EQ(find(alone, "short.example.test", kNow).freshness, cache::Freshness::Miss);
+
+    // One pass checks the checksum as it goes: a flipped bit is found at the end, after the
+    // entries before it went in, and they go out again.
+    std::string bytes = read_file(path_);
+    bytes[bytes.size() / 2] ^= 0x01;
+    cache::Cache damaged(cache::CacheConfig{.budget_bytes = 1 << 20});
+    auto loaded =
+        load_cache_bytes(damaged, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
+                         kPolicy, kNow, kWall, LoadOptions{.cache_is_private = true});
+    ASSERT_FALSE(loaded.ok());
+    EXPECT_NE(loaded.error().find("checksum"), std::string::npos) << loaded.error();
+    EXPECT_EQ(damaged.counters().entries, 0u);
 }
 
 }  // namespace
