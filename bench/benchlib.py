@@ -69,7 +69,7 @@ class Procs:
     def __init__(self):
         self.live = {}  # pid -> (name, Popen, logfile)
 
-    def start(self, name, argv, cpu=None, env=None, log_path=None, cwd=None):
+    def start(self, name, argv, cpu=None, env=None, log_path=None, cwd=None, pass_fds=()):
         if cpu is not None:
             argv = ["taskset", "-c", str(cpu)] + list(argv)
         logf = open(log_path, "ab") if log_path else subprocess.DEVNULL
@@ -77,7 +77,7 @@ class Procs:
         if env:
             full_env.update({k: str(v) for k, v in env.items()})
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
-                             env=full_env, cwd=cwd or REPO, start_new_session=True)
+                             env=full_env, cwd=cwd or REPO, start_new_session=True, pass_fds=pass_fds)
         self.live[p.pid] = (name, p, logf)
         return p
 

@@ -25,14 +25,20 @@ SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 
 
 class SocketLauncher:
-    def __init__(self, workdir, host="127.0.0.1", udp=1, tcp=1, unix=(), paths=None):
+    def __init__(self, workdir, host="127.0.0.1", udp=1, tcp=1, unix=(), paths=None, port=None):
         """`unix`: names among "control", "nss", "nscd" (paths in `workdir` unless `paths`
-        gives them)."""
-        from fakeupstream import free_port_pair  # the tests' own helper: one free port
-
+        gives them). `port` (one UDP and one TCP socket only): that port instead of a free one
+        (bench/restart/run, which runs without the tests' dnspython)."""
         self.sockets = []  # (name, socket object)
         self.host = host
-        if udp == 1 and tcp == 1:
+        if port is not None:
+            if (udp, tcp) != (1, 1):
+                raise ValueError("a given port takes one UDP and one TCP socket")
+            udps, tcps = [_bound(host, socket.SOCK_DGRAM, port)], [_bound(host, socket.SOCK_STREAM, port)]
+            self.port = port
+        elif udp == 1 and tcp == 1:
+            from fakeupstream import free_port_pair  # the tests' own helper: one free port
+
             first_udp, first_tcp, self.port = free_port_pair(host)
             udps, tcps = [first_udp], [first_tcp]
         else:
@@ -118,6 +124,14 @@ class SocketLauncher:
                     os.unlink(path)
             except FileNotFoundError:
                 pass
+
+
+def _bound(host, kind, port):
+    s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, kind)
+    if kind == socket.SOCK_STREAM:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((host, port))
+    return s
 
 
 def _exec_with_listen_fds(argv):
