@@ -56,6 +56,7 @@ void TakeoverSession::start() {
         finish();
         return;
     }
+    if (hooks_.sent) hooks_.sent();
     if (!loop_.add(fd_, EPOLLIN, this, registration_)) {
         abandon("cannot watch the connection");
         return;

@@ -26,8 +26,8 @@
 #include "cache/cache.h"
 #include "common/counters.h"
 #include "common/inherited_sockets.h"
-#include "common/readiness.h"
 #include "common/mutex.h"
+#include "common/readiness.h"
 #include "common/result.h"
 #include "common/runtime_lock.h"
 #include "config/config.h"
@@ -112,6 +112,7 @@ class Daemon {
   private:
     // The control thread's side of a takeover by another instance (takeover_offer.cpp).
     Result<std::vector<control::NamedFd>> takeover_offer();
+    void offer_sent();
     void drain_for_takeover();
     // The cache a running instance handed over, into the cache (but for `local`, what the
     // routing answers itself): true if loaded.

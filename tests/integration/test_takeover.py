@@ -4,6 +4,7 @@ sockets, lock and cache over its control socket, then the old one drains and exi
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -220,6 +221,43 @@ def test_an_abandoned_takeover_leaves_the_running_instance_serving(daemon, nsd):
     assert d.stats()["queries"] >= 1
 
 
+def take_offer(control):
+    """As a new instance that was handed the sockets and is not ready yet: (socket, fds)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(str(control))
+    s.sendall(b"takeover\n")
+    msg, fds, _, _ = socket.recv_fds(s, 65536, 250)
+    assert msg[:8] == b"NSCTAKE1", msg[:100]
+    return s, fds
+
+
+def test_an_old_instance_stopped_before_ready_leaves_the_socket_paths(daemon, nsd):
+    old = daemon(nsd.addr)
+    port = old.port
+    nss_path = old.workdir / "nss.sock"
+    # The sockets are handed over; the old one is stopped before it hears "ready".
+    conn, fds = take_offer(old.control)
+    try:
+        old.stopped_by_test = True
+        old.proc.send_signal(signal.SIGTERM)
+        assert wait_exit(old, 15) == 0, old.stderr_text()
+        # The paths lead to the sockets the new instance holds (the backlog waits for it).
+        assert os.path.exists(old.control) and os.path.exists(nss_path)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+            c.connect(str(nss_path))
+    finally:
+        conn.close()
+        for fd in fds:
+            os.close(fd)
+    # The new one never served: the files are stale, and a later start replaces them.
+    later = daemon(nsd.addr, listen=(f"127.0.0.1:{port}",), extra_args=same_paths(old, port))
+    later.control = old.control
+    assert a_addrs(udp(port, f"www.{ZONE}")) == ["192.0.2.1"]
+    assert later.stats()["queries"] >= 1
+    assert os.path.exists(nss_path)
+
+
 def test_a_new_instance_that_fails_to_start_leaves_the_old_one_serving(daemon, nsd):
     old = daemon(nsd.addr)
     port = old.port
@@ -311,3 +349,4 @@ def test_the_health_and_metrics_endpoints_pass_to_the_new_instance(daemon, nsd):
     assert get(health, "/ready")[0] == 200
     assert get(metrics, "/metrics")[0] == 200
     assert a_addrs(udp(port, f"www.{ZONE}")) == ["192.0.2.1"]
+
