@@ -155,9 +155,18 @@ void ControlServer::post_live_options(ControlLiveOptions options) {
     live_pending_.post(std::move(options));
 }
 
+void ControlServer::stop_listening() {
+    listening_ = false;
+    if (control_listener_) control_listener_->stop();
+    for (HttpEndpoint* e : {&metrics_, &health_}) {
+        if (e->listener) e->listener->stop();
+    }
+}
+
 void ControlServer::adopt_live_options() {
     ControlLiveOptions next;
     if (!live_pending_.take_latest(next)) return;
+    if (!listening_) return;  // the endpoints are the new instance's
     options_.metrics_allow = std::move(next.metrics_allow);
     options_.state_dir = std::move(next.state_dir);
     options_.ttl_policy = next.ttl_policy;

@@ -90,6 +90,9 @@ void Daemon::offer_sent() {
 }
 
 void Daemon::drain_for_takeover() {
+    // Probes and commands go to the instance that serves on: this one's /ready would say 503
+    // while it drains, and a `reload` or `flush` here would change what is about to exit.
+    control_server_->stop_listening();
     supervisor_->request_stop();
 }
 

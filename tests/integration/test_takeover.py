@@ -13,7 +13,7 @@ import time
 import dns.rrset
 import pytest
 
-from dnshelpers import a_addrs, udp
+from dnshelpers import a_addrs, udp, wait_until
 from harness import ZONE
 from steady_load import SteadyLoad, unanswered
 
@@ -350,3 +350,46 @@ def test_the_health_and_metrics_endpoints_pass_to_the_new_instance(daemon, nsd):
     assert get(metrics, "/metrics")[0] == 200
     assert a_addrs(udp(port, f"www.{ZONE}")) == ["192.0.2.1"]
 
+
+def test_during_the_old_instances_drain_probes_and_commands_reach_the_new_one(daemon, fake_upstream):
+    import threading
+    import dns.message
+    import dns.query
+    from test_health import free_tcp_port, get
+    health = free_tcp_port()
+    config = f'health-listen = "127.0.0.1:{health}"\n'
+    fake_upstream.add("slow.fake.test.", "A", 300, "192.0.2.7")
+    # Within the upstream's retry timeout: the old one drains while it waits for this answer.
+    fake_upstream.delays["slow.fake.test."] = 1500
+    old = daemon(fake_upstream.addr, config=config)
+    port = old.port
+    answer = {}
+
+    def ask():
+        q = dns.message.make_query("slow.fake.test", "A")
+        answer["r"] = dns.query.udp(q, "127.0.0.1", port=port, timeout=5)
+
+    t = threading.Thread(target=ask)
+    t.start()
+    assert wait_until(lambda: fake_upstream.count(name="slow.fake.test.") >= 1, timeout=3)
+    new = daemon(fake_upstream.addr, listen=(f"127.0.0.1:{port}",), config=config,
+                 extra_args=same_paths(old, port) + ["--takeover"])
+    new.control = old.control
+    old.stopped_by_test = True
+    assert wait_for_log(old, "shutting down (taken over)")
+    statuses, flushes = [], 0
+    while old.proc.poll() is None and len(statuses) < 200:
+        statuses.append(get(health, "/ready")[0])
+        if flushes < 10:
+            r = new.cli("flush", "--control", old.control)
+            assert r.returncode == 0, r.stdout + r.stderr
+            flushes += 1
+    assert wait_exit(old, 15) == 0, old.stderr_text()
+    t.join(10)
+    assert answer["r"].answer, "the in-flight query was answered during the drain"
+    assert statuses and flushes, "the old instance's drain was over before any probe"
+    assert set(statuses) == {200}, statuses
+    # Every flush reached the new instance, none the one that drains.
+    assert old.stderr_text().count("control: flushed") == 0, old.stderr_text()[-2000:]
+    assert wait_for_log(new, "control: flushed")
+    assert new.stderr_text().count("control: flushed") == flushes
