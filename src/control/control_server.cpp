@@ -112,8 +112,9 @@ void ControlServer::close_endpoint(ConnectionKind kind) {
     e.address.reset();
 }
 
-Result<void> ControlServer::open(uid_t owner_uid) {
+Result<void> ControlServer::open(uid_t owner_uid, bool switches_user) {
     access_.owner_uid = owner_uid;
+    access_.owner_switched = switches_user;
     if (!options_.group.empty()) {
         const group* g = getgrnam(options_.group.c_str());
         if (g == nullptr) return Error{"control-group '" + options_.group + "' does not exist"};

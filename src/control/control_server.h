@@ -84,8 +84,9 @@ class ControlServer final : private ConnectionOwner {
     ControlServer(const ControlServer&) = delete;
     ControlServer& operator=(const ControlServer&) = delete;
 
-    // Binds the sockets (before privileges are dropped).
-    Result<void> open(uid_t owner_uid);
+    // Binds the sockets (before privileges are dropped). `owner_uid` is the daemon's user from
+    // the switch on; `switches_user`: the process runs as another user until then.
+    Result<void> open(uid_t owner_uid, bool switches_user = false);
     void start();
     // Duplicates of the listening sockets, for a takeover offer (any thread; -1 when none).
     int dup_control_fd() const;

@@ -36,7 +36,9 @@ TakeoverSession::~TakeoverSession() {
 
 void TakeoverSession::start() {
     if (!peer_may_take_over(fd_, access_)) {
-        refuse("permission denied (only root or the daemon's user may take over)");
+        refuse(
+            "permission denied (only root, or the daemon's user when it never switched users, "
+            "may take over)");
         return;
     }
     if (!hooks_.offer || !hooks_.drain) {

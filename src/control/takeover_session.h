@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The running instance's side of `nscache serve --takeover`, one control connection long:
-// 1. the peer must be root or the daemon's own user (control-group members may not: the
-//    descriptors include sockets bound as root and the cache's contents);
+// 1. the peer must be root, or the daemon's own user if the daemon never switched to it
+//    (peer_access.h; control-group members may not: the descriptors include sockets bound
+//    as root and the cache's contents);
 // 2. it is sent the offer (takeover_message.h: listening sockets, lock files, a memfd with
 //    the cache), whose descriptors are duplicates this session closes once sent; once it
 //    went out, `sent` runs: this instance gives up its socket paths, whatever happens next

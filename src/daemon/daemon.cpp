@@ -334,7 +334,11 @@ Result<void> Daemon::open_control() {
         control::StatsSources{std::span<const WorkerCounters>(counters_.get(), config_.threads + 2),
                               cache_.get(), [this] { return supervisor_->upstream_groups(); },
                               started_ms_, &resolver_shared_->tier_health});
-    if (auto opened = control_server_->open(user_ ? user_->uid : geteuid()); !opened) return opened;
+    const bool switches_user = user_ && user_->uid != geteuid();
+    if (auto opened = control_server_->open(user_ ? user_->uid : geteuid(), switches_user);
+        !opened) {
+        return opened;
+    }
     // A socket the config does not use (nscd-socket = "", nss = false) is not served: closed
     // here, it stays open in its owner (systemd), which queues clients nobody answers.
     for (const auto& [name, fd] : inherited_.entries()) {
