@@ -50,6 +50,7 @@ void TakeoverSession::start() {
         refuse(offer.error());
         return;
     }
+    if (hooks_.handing_over) hooks_.handing_over();
     const Result<void> sent = send_takeover(fd_, *offer);
     const size_t count = offer->size();
     close_all(*offer);
@@ -58,7 +59,6 @@ void TakeoverSession::start() {
         finish();
         return;
     }
-    if (hooks_.sent) hooks_.sent();
     if (!loop_.add(fd_, EPOLLIN, this, registration_)) {
         abandon("cannot watch the connection");
         return;

@@ -301,7 +301,7 @@ Result<void> Daemon::open_control() {
                                     .reload = [this] { return supervisor_->request_reload(); },
                                     .takeover = {}};
     options.takeover.offer = [this] { return takeover_offer(); };
-    options.takeover.sent = [this] { offer_sent(); };
+    options.takeover.handing_over = [this] { release_paths_for_takeover(); };
     options.takeover.drain = [this] { drain_for_takeover(); };
     if (handover_) {
         // Served only if it is the endpoint configured now.

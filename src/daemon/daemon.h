@@ -112,7 +112,7 @@ class Daemon {
   private:
     // The control thread's side of a takeover by another instance (takeover_offer.cpp).
     Result<std::vector<control::NamedFd>> takeover_offer();
-    void offer_sent();
+    void release_paths_for_takeover();
     void drain_for_takeover();
     // The cache a running instance handed over, into the cache (but for `local`, what the
     // routing answers itself): true if loaded.

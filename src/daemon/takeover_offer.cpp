@@ -79,11 +79,12 @@ Result<std::vector<control::NamedFd>> Daemon::takeover_offer() {
     return offer;
 }
 
-void Daemon::offer_sent() {
-    // From here on the new instance may serve the same sockets at the same paths, even if this
-    // one never hears "ready" (it stops first, or gives up waiting): no exit of this one may
-    // unlink them. If the new one never serves, the files outlive this instance, and the next
-    // start replaces them (a socket nobody listens on is stale).
+void Daemon::release_paths_for_takeover() {
+    // Before the offer goes out: from then on the new instance may serve the same sockets at
+    // the same paths, even if this one never hears "ready" (it stops first, or gives up
+    // waiting), so no exit of this one may unlink them. If the new one never serves, the files
+    // outlive this instance, and the next start replaces them (a socket nobody listens on is
+    // stale).
     control_server_->release_path();
     if (nss_) nss_->request_socket().release_path();
     if (nscd_) nscd_->request_socket().release_path();

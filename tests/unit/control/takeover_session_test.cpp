@@ -31,7 +31,7 @@ class TakeoverSessionTest : public ::testing::Test {
             return std::vector<NamedFd>{{"cache", open("/dev/null", O_RDONLY | O_CLOEXEC)}};
         };
         hooks_.drain = [this] { ++drains_; };
-        hooks_.sent = [this] { ++sent_; };
+        hooks_.handing_over = [this] { ++sent_; };
     }
     void TearDown() override {
         session_.reset();
