@@ -112,6 +112,8 @@ class Daemon {
   private:
     // The control thread's side of a takeover by another instance (takeover_offer.cpp).
     Result<std::vector<control::NamedFd>> takeover_offer();
+    // The listening sockets and lock files, duplicated under offer_mu_ (none once stopping).
+    std::optional<std::vector<control::NamedFd>> duplicate_for_offer();
     void release_paths_for_takeover();
     void drain_for_takeover();
     // The cache a running instance handed over, into the cache (but for `local`, what the
@@ -123,8 +125,9 @@ class Daemon {
 
     InheritedSockets inherited_;
     std::unique_ptr<Handover> handover_;  // --takeover, until finish_takeover()
-    // A takeover offer (control thread) and the start of the drain (main thread) exclude each
-    // other: an offer never duplicates a descriptor the drain is closing.
+    // The duplicates of a takeover offer (control thread) and the start of the drain (main
+    // thread) exclude each other: an offer never duplicates a descriptor the drain is closing.
+    // Held for the dups and a flag, never for the cache's dump.
     Mutex offer_mu_;
     bool stopping_ NSCACHE_GUARDED_BY(offer_mu_) = false;
     RuntimeLock runtime_lock_;

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include "cache/cache_file.h"
@@ -40,8 +41,30 @@ Result<int> dump_cache_to_memfd(const cache::Cache& cache) {
 }  // namespace
 
 Result<std::vector<control::NamedFd>> Daemon::takeover_offer() {
+    std::optional<std::vector<control::NamedFd>> duplicated = duplicate_for_offer();
+    if (!duplicated) return Error{control::kStoppingRefusal};
+    std::vector<control::NamedFd> offer = std::move(*duplicated);
+    // The dump takes every shard's mutex in turn and writes the memfd: never under offer_mu_
+    // (the lock rule). The cache outlives the control thread, which the drain joins.
+    Result<int> cache_fd = dump_cache_to_memfd(*cache_);
+    if (!cache_fd) {
+        control::close_all(offer);
+        return Error{cache_fd.error()};
+    }
+    offer.push_back({"cache", *cache_fd});
+    // A drain that began during the dump unlinks this instance's paths at its exit: the new
+    // one is refused, and waits for this one to exit to start as a first instance.
     MutexLock lock(offer_mu_);
-    if (stopping_) return Error{"this instance is stopping"};
+    if (stopping_) {
+        control::close_all(offer);
+        return Error{control::kStoppingRefusal};
+    }
+    return offer;
+}
+
+std::optional<std::vector<control::NamedFd>> Daemon::duplicate_for_offer() {
+    MutexLock lock(offer_mu_);
+    if (stopping_) return std::nullopt;
     std::vector<control::NamedFd> offer;
     auto add = [&offer](const char* name, int fd) {
         if (fd >= 0) offer.push_back({name, fd});
@@ -70,12 +93,6 @@ Result<std::vector<control::NamedFd>> Daemon::takeover_offer() {
         const int copy = dup_of(fd);
         if (copy >= 0) offer.push_back({"lock:" + path, copy});
     }
-    Result<int> cache_fd = dump_cache_to_memfd(*cache_);
-    if (!cache_fd) {
-        control::close_all(offer);
-        return Error{cache_fd.error()};
-    }
-    add("cache", *cache_fd);
     return offer;
 }
 
