@@ -85,6 +85,10 @@ std::string unix_path(int fd) {
                        strnlen(addr.sun_path, len - offsetof(sockaddr_un, sun_path)));
 }
 
+// How long a --takeover whose running instance went away before its offer waits for that
+// instance's lock (its drain, then its cache file's save).
+constexpr uint64_t kGoneLockWaitMs = 60'000;
+
 // What a drain may take past query-timeout: the last answers written, the loops' turns.
 constexpr uint64_t kDrainMarginMs = 1000;
 
@@ -130,11 +134,20 @@ Result<void> Daemon::take_inherited_sockets() {
 Result<void> Daemon::take_over() {
     if (!inherited_.empty()) return Error{"--takeover: the process was given sockets already"};
     auto handover = std::make_unique<Handover>();
-    Result<bool> got = handover->request(config_.control);
+    Result<Handover::Answer> got = handover->request(config_.control);
     if (!got) return Error{got.error()};
-    if (!*got) {
+    if (*got == Handover::Answer::NoInstance) {
         log_info("--takeover: no instance answers on %s: starting as a first instance",
                  config_.control.c_str());
+        return {};
+    }
+    if (*got == Handover::Answer::Gone) {
+        // Exiting 1 would leave no instance at all once it is gone.
+        log_warning(
+            "--takeover: the instance on %s went away before its offer: starting as a first "
+            "instance once its lock is free",
+            config_.control.c_str());
+        lock_wait_ms_ = kGoneLockWaitMs;
         return {};
     }
     for (const char* name : {InheritedSockets::kDnsUdp, InheritedSockets::kDnsTcp}) {
@@ -168,10 +181,14 @@ Result<void> Daemon::take_over() {
 
 Result<void> Daemon::acquire_lock() {
     std::map<std::string, int>* handed = handover_ ? &handover_->locks() : nullptr;
-    if (auto locked = runtime_lock_.acquire(runtime_paths(config_), handed); !locked) {
-        return locked;
+    // An instance going away (take_over) holds its lock until it exits: after its drain
+    // (query-timeout and a margin) and its cache file's save.
+    const uint64_t give_up = monotonic_ms() + lock_wait_ms_;
+    for (;;) {
+        Result<void> locked = runtime_lock_.acquire(runtime_paths(config_), handed);
+        if (locked || monotonic_ms() >= give_up) return locked;
+        usleep(100'000);
     }
-    return {};
 }
 
 Result<void> Daemon::build_state() {

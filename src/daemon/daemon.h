@@ -125,6 +125,7 @@ class Daemon {
 
     InheritedSockets inherited_;
     std::unique_ptr<Handover> handover_;  // --takeover, until finish_takeover()
+    uint64_t lock_wait_ms_ = 0;           // acquire_lock() retries this long (take_over)
     // The duplicates of a takeover offer (control thread) and the start of the drain (main
     // thread) exclude each other: an offer never duplicates a descriptor the drain is closing.
     // Held for the dups and a flag, never for the cache's dump.

@@ -28,7 +28,7 @@ Handover::~Handover() {
     if (connection_ >= 0) close(connection_);
 }
 
-Result<bool> Handover::request(const std::string& control_path) {
+Result<Handover::Answer> Handover::request(const std::string& control_path) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (control_path.size() >= sizeof addr.sun_path) {
@@ -40,7 +40,7 @@ Result<bool> Handover::request(const std::string& control_path) {
     if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
         const int e = errno;
         close(fd);
-        if (e == ENOENT || e == ECONNREFUSED) return false;
+        if (e == ENOENT || e == ECONNREFUSED) return Answer::NoInstance;
         return Error{"--takeover: cannot reach the running instance on " + control_path + ": " +
                      std::strerror(e)};
     }
@@ -53,6 +53,10 @@ Result<bool> Handover::request(const std::string& control_path) {
     Result<std::vector<control::NamedFd>> got = control::receive_takeover(fd);
     if (!got) {
         close(fd);
+        if (got.error() == control::kClosedBeforeOffer ||
+            got.error() == control::kStoppingRefusal) {
+            return Answer::Gone;
+        }
         return Error{"--takeover: the instance on " + control_path + " refused: " + got.error()};
     }
     connection_ = fd;
@@ -64,7 +68,7 @@ Result<bool> Handover::request(const std::string& control_path) {
             fds_.push_back(std::move(f));
         }
     }
-    return true;
+    return Answer::Offer;
 }
 
 int Handover::take(const std::string& name) {

@@ -34,9 +34,16 @@ class Handover {
     Handover(const Handover&) = delete;
     Handover& operator=(const Handover&) = delete;
 
-    // Asks the instance on `control_path`. False (no error) when none answers there (no
-    // socket, or a stale one): the caller starts as without --takeover.
-    Result<bool> request(const std::string& control_path);
+    enum class Answer {
+        Offer,       // the descriptors are here
+        NoInstance,  // none answers on the path (no socket, or a stale one)
+        // It answered the connection, then closed it with no offer (it exited or died
+        // first), or refused because its drain has begun: it is going away.
+        Gone,
+    };
+    // Asks the instance on `control_path`. Not Offer: the caller starts as without --takeover
+    // (after Gone, once the instance's lock is free).
+    Result<Answer> request(const std::string& control_path);
 
     // The descriptor named `name` (the first, for names given several times), now the
     // caller's; -1 if none.

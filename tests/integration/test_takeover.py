@@ -393,3 +393,35 @@ def test_during_the_old_instances_drain_probes_and_commands_reach_the_new_one(da
     assert old.stderr_text().count("control: flushed") == 0, old.stderr_text()[-2000:]
     assert wait_for_log(new, "control: flushed")
     assert new.stderr_text().count("control: flushed") == flushes
+
+
+def queued_connections(path):
+    """Connections waiting in the accept queue of the unix socket at `path` (ss: Recv-Q)."""
+    r = subprocess.run(["ss", "-xlH", "src", str(path)], capture_output=True, text=True, timeout=5)
+    for line in r.stdout.splitlines():
+        fields = line.split()
+        if len(fields) > 5 and fields[4] == str(path):
+            return int(fields[2])
+    return 0
+
+
+def test_a_new_instance_whose_old_one_dies_before_its_offer_starts_as_a_first_one(daemon, nsd):
+    if shutil.which("ss") is None:
+        pytest.skip("needs ss (iproute2)")
+    old = daemon(nsd.addr)
+    port = old.port
+    old.stopped_by_test = True
+    # The old one accepts nothing while stopped: the new one's request waits in its socket.
+    os.kill(old.pid, signal.SIGSTOP)
+    try:
+        new = daemon(nsd.addr, listen=(f"127.0.0.1:{port}",), expect_ready=False,
+                     extra_args=same_paths(old, port) + ["--takeover"])
+        new.control = old.control
+        assert wait_until(lambda: queued_connections(old.control) >= 1, timeout=10)
+    finally:
+        os.kill(old.pid, signal.SIGKILL)  # dies with no offer sent, its files left behind
+    old.proc.wait(10)
+    assert new.wait_ready(20), new.stderr_text()
+    assert "went away before its offer" in new.stderr_text(), new.stderr_text()
+    assert a_addrs(udp(port, f"www.{ZONE}")) == ["192.0.2.1"]
+    assert new.stats()["queries"] >= 1
