@@ -322,18 +322,37 @@ Result<void> Daemon::open_control() {
     options.takeover.drain = [this] { drain_for_takeover(); };
     if (handover_) {
         // Served only if it is the endpoint configured now.
+        // Served only if it is the endpoint configured now, and a listening TCP socket.
         const auto handed_endpoint = [this](const char* name,
-                                            const std::optional<SocketAddress>& wanted) {
+                                            const std::optional<SocketAddress>& wanted,
+                                            int& served) -> Result<void> {
             const int fd = handover_->take(name);
-            if (fd >= 0 && wanted && local_address(fd) == *wanted) return fd;
-            if (fd >= 0) close(fd);
-            return -1;
+            if (fd < 0) return {};
+            if (auto valid = InheritedSockets::validate_one(name, fd); !valid) {
+                close(fd);
+                return Error{"--takeover: the running instance handed over " + valid.error()};
+            }
+            if (wanted && local_address(fd) == *wanted) {
+                served = fd;
+            } else {
+                close(fd);
+            }
+            return {};
         };
-        options.inherited_metrics_fd = handed_endpoint("metrics", control_.metrics_listen);
+        if (auto taken = handed_endpoint(InheritedSockets::kMetrics, control_.metrics_listen,
+                                         options.inherited_metrics_fd);
+            !taken) {
+            return taken;
+        }
         // On the metrics address, the health endpoint is the metrics socket.
-        options.inherited_health_fd = handed_endpoint(
-            "health", control_.health_listen == control_.metrics_listen ? std::nullopt
-                                                                        : control_.health_listen);
+        if (auto taken = handed_endpoint(InheritedSockets::kHealth,
+                                         control_.health_listen == control_.metrics_listen
+                                             ? std::nullopt
+                                             : control_.health_listen,
+                                         options.inherited_health_fd);
+            !taken) {
+            return taken;
+        }
     }
     options.inherited_fd = inherited_.take_one(InheritedSockets::kControl).value_or(-1);
     // /health reads the workers' heartbeats (the host front's thread has none).
