@@ -134,7 +134,13 @@ Result<void> Daemon::take_inherited_sockets() {
 Result<void> Daemon::take_over() {
     if (!inherited_.empty()) return Error{"--takeover: the process was given sockets already"};
     auto handover = std::make_unique<Handover>();
-    Result<Handover::Answer> got = handover->request(config_.control);
+    // Root, this process's user, or `user`: who may have bound the control socket (a chain of
+    // takeovers passes on the socket root bound, with root's credentials).
+    std::vector<uid_t> trusted{0, geteuid()};
+    if (!config_.user.empty()) {
+        if (Result<UserIds> found = daemon::find_user(config_.user)) trusted.push_back(found->uid);
+    }
+    Result<Handover::Answer> got = handover->request(config_.control, trusted);
     if (!got) return Error{got.error()};
     if (*got == Handover::Answer::NoInstance) {
         log_info("--takeover: no instance answers on %s: starting as a first instance",

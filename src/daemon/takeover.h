@@ -14,6 +14,9 @@
 // Main thread only (start-up).
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -42,8 +45,14 @@ class Handover {
         Gone,
     };
     // Asks the instance on `control_path`. Not Offer: the caller starts as without --takeover
-    // (after Gone, once the instance's lock is free).
-    Result<Answer> request(const std::string& control_path);
+    // (after Gone, once the instance's lock is free). The process that listens there must run
+    // as one of `trusted_uids` (SO_PEERCRED: its uid when it called listen()), or nothing is
+    // asked: another user's socket at that path could hand over anything.
+    Result<Answer> request(const std::string& control_path, const std::vector<uid_t>& trusted_uids);
+
+    // The "cache" memfd may be read as it is: sealed against writes and size changes (the
+    // sender can change nothing while it is loaded) and at most `max_bytes` long.
+    static Result<void> check_cache_memfd(int fd, uint64_t max_bytes);
 
     // The descriptor named `name` (the first, for names given several times), now the
     // caller's; -1 if none.

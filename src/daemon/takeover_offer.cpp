@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -118,6 +119,15 @@ bool Daemon::load_handed_cache(const cache::NameSet& local) {
     if (!handover_) return false;
     const int fd = handover_->take("cache");
     if (fd < 0) return false;
+    // The dump is smaller than the cache's accounted bytes; 4x (and a floor for small
+    // caches) leaves room for a running instance configured larger than this one.
+    const uint64_t max_bytes = std::max<uint64_t>(4 * uint64_t{config_.cache_size}, 64u << 20);
+    if (auto usable = Handover::check_cache_memfd(fd, max_bytes); !usable) {
+        close(fd);
+        log_warning("takeover: the running instance's cache was not loaded: %s",
+                    usable.error().c_str());
+        return false;
+    }
     const uint64_t started = monotonic_ms();
     // No worker runs yet: the cache is the loader's alone (one pass over the memfd).
     const Result<uint64_t> loaded =

@@ -425,3 +425,36 @@ def test_a_new_instance_whose_old_one_dies_before_its_offer_starts_as_a_first_on
     assert "went away before its offer" in new.stderr_text(), new.stderr_text()
     assert a_addrs(udp(port, f"www.{ZONE}")) == ["192.0.2.1"]
     assert new.stats()["queries"] >= 1
+
+
+def test_an_offer_from_a_control_socket_another_user_serves_is_not_asked_for(daemon, nsd):
+    if os.geteuid() != 0:
+        pytest.skip("needs root (setpriv)")
+    # Another user's process listens where the control socket should be: whatever it would
+    # hand over (sockets, a cache) is not to be trusted by a root instance.
+    folder = tempfile.mkdtemp(prefix="nscache-takeover-")
+    server = None
+    try:
+        os.chmod(folder, 0o777)
+        control = os.path.join(folder, "control.sock")
+        code = (
+            "import socket, sys\n"
+            "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+            f"s.bind({control!r}); s.listen(4)\n"
+            "print('listening', flush=True)\n"
+            "s.settimeout(20)\n"
+            "c, _ = s.accept(); c.recv(100); c.sendall(b'error: nope\\n'); c.recv(100)\n"
+        )
+        server = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                   "/usr/bin/python3", "-c", code], stdout=subprocess.PIPE, text=True)
+        assert server.stdout.readline().strip() == "listening"
+        new = daemon(nsd.addr, expect_ready=False, extra_args=["--control", control, "--takeover"])
+        assert wait_exit(new, 15) == 1
+        new.stopped_by_test = True
+        assert "is served by uid 65534" in new.stderr_text(), new.stderr_text()
+        assert "not trusted" in new.stderr_text()
+    finally:
+        if server is not None:
+            server.kill()
+            server.wait(5)
+        shutil.rmtree(folder, ignore_errors=True)
