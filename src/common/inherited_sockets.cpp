@@ -102,7 +102,8 @@ Result<InheritedSockets> InheritedSockets::from_environment() {
         }
         fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
     }
-    if (auto valid = parsed->validate(); !valid) return Error{valid.error()};
+    if (auto valid = parsed->validate(); !valid)
+        return Error{"socket activation: " + valid.error()};
     return parsed;
 }
 
@@ -152,27 +153,37 @@ Result<InheritedSockets> InheritedSockets::parse(const char* listen_pid, const c
 
 Result<void> InheritedSockets::validate() const {
     for (const auto& [name, fd] : sockets_) {
-        bool ok_type = false, ok_domain = false, ok_listening = false;
-        const int type = socket_option(fd, SO_TYPE, ok_type);
-        const int domain = socket_option(fd, SO_DOMAIN, ok_domain);
-        const int listening = socket_option(fd, SO_ACCEPTCONN, ok_listening);
-        const std::string which =
-            "socket activation: descriptor " + std::to_string(fd) + " (" + name + ") ";
-        if (!ok_type || !ok_domain) return Error{which + "is not a socket"};
-        const bool dns = name == kDnsUdp || name == kDnsTcp;
-        const int want_type = name == kDnsUdp ? SOCK_DGRAM : SOCK_STREAM;
-        if (type != want_type) {
-            return Error{which + "is not a " + (want_type == SOCK_DGRAM ? "datagram" : "stream") +
-                         " socket"};
-        }
-        if (dns && domain != AF_INET && domain != AF_INET6) {
-            return Error{which + "is not an IPv4 or IPv6 socket"};
-        }
-        if (!dns && domain != AF_UNIX) return Error{which + "is not a unix socket"};
-        if (!is_bound(fd, domain)) return Error{which + "is not bound to an address"};
-        if (type == SOCK_STREAM && (!ok_listening || listening == 0)) {
-            return Error{which + "is not listening"};
-        }
+        if (auto valid = validate_one(name, fd); !valid) return valid;
+    }
+    return {};
+}
+
+Result<void> InheritedSockets::validate_one(std::string_view name, int fd) {
+    bool ok_type = false, ok_domain = false, ok_listening = false, ok_protocol = false;
+    const int type = socket_option(fd, SO_TYPE, ok_type);
+    const int domain = socket_option(fd, SO_DOMAIN, ok_domain);
+    const int listening = socket_option(fd, SO_ACCEPTCONN, ok_listening);
+    const int protocol = socket_option(fd, SO_PROTOCOL, ok_protocol);
+    const std::string which = "descriptor " + std::to_string(fd) + " (" + std::string(name) + ") ";
+    if (!ok_type || !ok_domain) return Error{which + "is not a socket"};
+    const bool inet = name == kDnsUdp || name == kDnsTcp || name == kMetrics || name == kHealth;
+    const int want_type = name == kDnsUdp ? SOCK_DGRAM : SOCK_STREAM;
+    if (type != want_type) {
+        return Error{which + "is not a " + (want_type == SOCK_DGRAM ? "datagram" : "stream") +
+                     " socket"};
+    }
+    if (inet && domain != AF_INET && domain != AF_INET6) {
+        return Error{which + "is not an IPv4 or IPv6 socket"};
+    }
+    if (!inet && domain != AF_UNIX) return Error{which + "is not a unix socket"};
+    const int want_protocol = want_type == SOCK_DGRAM ? IPPROTO_UDP : IPPROTO_TCP;
+    if (inet && (!ok_protocol || protocol != want_protocol)) {
+        return Error{which + "is not a " + (want_protocol == IPPROTO_UDP ? "UDP" : "TCP") +
+                     " socket (protocol " + std::to_string(protocol) + ")"};
+    }
+    if (!is_bound(fd, domain)) return Error{which + "is not bound to an address"};
+    if (type == SOCK_STREAM && (!ok_listening || listening == 0)) {
+        return Error{which + "is not listening"};
     }
     return {};
 }

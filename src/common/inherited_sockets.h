@@ -6,9 +6,12 @@
 // they would bind; whatever nobody took is closed with the registry.
 //
 // Names and what each must be (checked by validate(), never trusted):
-// - "dns-udp": AF_INET/AF_INET6 datagram socket, bound (several allowed)
-// - "dns-tcp": AF_INET/AF_INET6 stream socket, listening (several allowed)
+// - "dns-udp": AF_INET/AF_INET6 datagram socket of protocol UDP, bound (several allowed)
+// - "dns-tcp": AF_INET/AF_INET6 stream socket of protocol TCP, listening (several allowed)
 // - "control", "nss", "nscd": AF_UNIX stream socket, listening (one each)
+// - "metrics", "health" (a takeover's only, never socket activation's): as "dns-tcp"
+// A protocol other than UDP or TCP (UDP-Lite, SCTP, MPTCP) is refused: the workers set
+// options and read datagrams as UDP and TCP define them.
 //
 // Thread-safety: none; the main thread at start-up only.
 #pragma once
@@ -32,6 +35,8 @@ class InheritedSockets {
     static constexpr const char* kControl = "control";
     static constexpr const char* kNss = "nss";
     static constexpr const char* kNscd = "nscd";
+    static constexpr const char* kMetrics = "metrics";
+    static constexpr const char* kHealth = "health";
 
     InheritedSockets() = default;
     ~InheritedSockets();  // closes what nobody took
@@ -51,8 +56,11 @@ class InheritedSockets {
     static Result<InheritedSockets> parse(const char* listen_pid, const char* listen_fds,
                                           const char* listen_fdnames, pid_t self, int first_fd = 3);
 
-    // Checks every descriptor against its name's kind (see above); says which one is wrong.
+    // Checks every descriptor against its name's kind (see above); says which one is wrong
+    // ("descriptor N (NAME) is not ...").
     Result<void> validate() const;
+    // The same check of one descriptor.
+    static Result<void> validate_one(std::string_view name, int fd);
 
     // Takes ownership of `fd` under `name` (the takeover fills the registry this way).
     void add(std::string name, int fd);

@@ -112,8 +112,9 @@ void ControlServer::close_endpoint(ConnectionKind kind) {
     e.address.reset();
 }
 
-Result<void> ControlServer::open(uid_t owner_uid) {
+Result<void> ControlServer::open(uid_t owner_uid, bool switches_user) {
     access_.owner_uid = owner_uid;
+    access_.owner_switched = switches_user;
     if (!options_.group.empty()) {
         const group* g = getgrnam(options_.group.c_str());
         if (g == nullptr) return Error{"control-group '" + options_.group + "' does not exist"};
@@ -155,9 +156,18 @@ void ControlServer::post_live_options(ControlLiveOptions options) {
     live_pending_.post(std::move(options));
 }
 
+void ControlServer::stop_listening() {
+    listening_ = false;
+    if (control_listener_) control_listener_->stop();
+    for (HttpEndpoint* e : {&metrics_, &health_}) {
+        if (e->listener) e->listener->stop();
+    }
+}
+
 void ControlServer::adopt_live_options() {
     ControlLiveOptions next;
     if (!live_pending_.take_latest(next)) return;
+    if (!listening_) return;  // the endpoints are the new instance's
     options_.metrics_allow = std::move(next.metrics_allow);
     options_.state_dir = std::move(next.state_dir);
     options_.ttl_policy = next.ttl_policy;

@@ -84,8 +84,9 @@ class ControlServer final : private ConnectionOwner {
     ControlServer(const ControlServer&) = delete;
     ControlServer& operator=(const ControlServer&) = delete;
 
-    // Binds the sockets (before privileges are dropped).
-    Result<void> open(uid_t owner_uid);
+    // Binds the sockets (before privileges are dropped). `owner_uid` is the daemon's user from
+    // the switch on; `switches_user`: the process runs as another user until then.
+    Result<void> open(uid_t owner_uid, bool switches_user = false);
     void start();
     // Duplicates of the listening sockets, for a takeover offer (any thread; -1 when none).
     int dup_control_fd() const;
@@ -94,6 +95,11 @@ class ControlServer final : private ConnectionOwner {
     // Another instance serves the control socket now (takeover): destruction leaves the path
     // (any thread, before destruction).
     void release_path() { owns_path_.store(false, std::memory_order_relaxed); }
+    // Another instance serves the control, metrics and health sockets now (a takeover's drain):
+    // this one stops accepting on them, so probes, `reload` and `flush` reach the new one only;
+    // the sockets stay open (the new one holds them too) and connections already accepted are
+    // answered. A reload no longer moves them. Control thread only.
+    void stop_listening();
     // Returns at once whatever clients are doing (a command already running finishes first);
     // open connections are closed.
     void stop();
@@ -148,6 +154,7 @@ class ControlServer final : private ConnectionOwner {
     // At most one takeover at a time; once one has drained, later ones are refused.
     std::unique_ptr<TakeoverSession> takeover_;
     bool drained_ = false;
+    bool listening_ = true;  // false after stop_listening()
     std::thread thread_;
 };
 

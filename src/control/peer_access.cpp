@@ -41,7 +41,11 @@ bool peer_may_take_over(int fd, const ControlAccess& access) {
     ucred cred{};
     socklen_t len = sizeof cred;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return false;
-    return cred.uid == 0 || cred.uid == access.owner_uid;
+    return uid_may_take_over(cred.uid, access);
+}
+
+bool uid_may_take_over(uid_t peer_uid, const ControlAccess& access) {
+    return peer_uid == 0 || (peer_uid == access.owner_uid && !access.owner_switched);
 }
 
 }  // namespace nscache::control

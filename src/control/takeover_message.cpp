@@ -154,6 +154,7 @@ Result<std::vector<NamedFd>> receive_takeover(int socket_fd) {
     do {
         n = recvmsg(socket_fd, &msg, MSG_CMSG_CLOEXEC);
     } while (n < 0 && errno == EINTR);
+    if (n < 0 && errno == ECONNRESET) return Error{kClosedBeforeOffer};
     if (n < 0) {
         return Error{errno == EAGAIN || errno == EWOULDBLOCK
                          ? std::string("no answer to the takeover request in time")
@@ -167,7 +168,7 @@ Result<std::vector<NamedFd>> receive_takeover(int socket_fd) {
     if (msg.msg_flags & MSG_CTRUNC)
         return fail("the takeover message carried too many descriptors");
     size_t have = static_cast<size_t>(n);
-    if (have == 0) return fail("the running instance closed the connection");
+    if (have == 0) return fail(kClosedBeforeOffer);
     // A refusal is one text line.
     if (in[0] != static_cast<uint8_t>(kTakeoverMagic[0])) {
         std::string line(reinterpret_cast<const char*>(in.data()), have);

@@ -31,6 +31,11 @@ inline constexpr size_t kMaxTakeoverFds = 200;  // below the kernel's SCM_MAX_FD
 inline constexpr size_t kMaxTakeoverName = 200;
 inline constexpr char kTakeoverMagic[8] = {'N', 'S', 'C', 'T', 'A', 'K', 'E', '1'};
 inline constexpr size_t kTakeoverHeader = sizeof kTakeoverMagic + 4;
+// The refusal of an instance whose drain has begun: it exits soon, and never sent an offer.
+inline constexpr const char* kStoppingRefusal = "this instance is stopping";
+// receive_takeover()'s error when the connection ended (EOF or reset) before any answer: the
+// running instance exited, or died, before it sent its offer.
+inline constexpr const char* kClosedBeforeOffer = "the running instance closed the connection";
 
 struct NamedFd {
     std::string name;

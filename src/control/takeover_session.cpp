@@ -36,7 +36,9 @@ TakeoverSession::~TakeoverSession() {
 
 void TakeoverSession::start() {
     if (!peer_may_take_over(fd_, access_)) {
-        refuse("permission denied (only root or the daemon's user may take over)");
+        refuse(
+            "permission denied (only root, or the daemon's user when it never switched users, "
+            "may take over)");
         return;
     }
     if (!hooks_.offer || !hooks_.drain) {
@@ -48,6 +50,7 @@ void TakeoverSession::start() {
         refuse(offer.error());
         return;
     }
+    if (hooks_.handing_over) hooks_.handing_over();
     const Result<void> sent = send_takeover(fd_, *offer);
     const size_t count = offer->size();
     close_all(*offer);

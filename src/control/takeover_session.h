@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The running instance's side of `nscache serve --takeover`, one control connection long:
-// 1. the peer must be root or the daemon's own user (control-group members may not: the
-//    descriptors include sockets bound as root and the cache's contents);
+// 1. the peer must be root, or the daemon's own user if the daemon never switched to it
+//    (peer_access.h; control-group members may not: the descriptors include sockets bound
+//    as root and the cache's contents);
 // 2. it is sent the offer (takeover_message.h: listening sockets, lock files, a memfd with
-//    the cache), whose descriptors are duplicates this session closes once sent;
+//    the cache), whose descriptors are duplicates this session closes once sent; just
+//    before it goes out, `handing_over` runs: this instance gives up its socket paths,
+//    whatever happens next (the new one may serve them as soon as it has the message, so no
+//    exit of this one, not even a drain that begins while the message is in flight, may
+//    unlink them; if the send fails, the files only outlive this instance, stale);
 // 3. it says "ready\n" once it serves on them; only then is `drain` called (the daemon stops
 //    as on SIGTERM) and "ok draining\n" answered. A peer that closes, says anything else or
 //    is silent past the deadline changes nothing: this instance keeps serving, and closing
@@ -26,6 +31,9 @@ namespace nscache::control {
 struct TakeoverHooks {
     // Duplicates of what to hand over (the session closes them), or why not.
     std::function<Result<std::vector<NamedFd>>()> offer;
+    // The offer is about to be sent: the new instance may hold the sockets from now on
+    // (null: nothing to do).
+    std::function<void()> handing_over;
     // The new instance serves: stop reading and exit as on SIGTERM. Null: takeover refused.
     std::function<void()> drain;
 };

@@ -85,6 +85,10 @@ std::string unix_path(int fd) {
                        strnlen(addr.sun_path, len - offsetof(sockaddr_un, sun_path)));
 }
 
+// How long a --takeover whose running instance went away before its offer waits for that
+// instance's lock (its drain, then its cache file's save).
+constexpr uint64_t kGoneLockWaitMs = 60'000;
+
 // What a drain may take past query-timeout: the last answers written, the loops' turns.
 constexpr uint64_t kDrainMarginMs = 1000;
 
@@ -130,11 +134,26 @@ Result<void> Daemon::take_inherited_sockets() {
 Result<void> Daemon::take_over() {
     if (!inherited_.empty()) return Error{"--takeover: the process was given sockets already"};
     auto handover = std::make_unique<Handover>();
-    Result<bool> got = handover->request(config_.control);
+    // Root, this process's user, or `user`: who may have bound the control socket (a chain of
+    // takeovers passes on the socket root bound, with root's credentials).
+    std::vector<uid_t> trusted{0, geteuid()};
+    if (!config_.user.empty()) {
+        if (Result<UserIds> found = daemon::find_user(config_.user)) trusted.push_back(found->uid);
+    }
+    Result<Handover::Answer> got = handover->request(config_.control, trusted);
     if (!got) return Error{got.error()};
-    if (!*got) {
+    if (*got == Handover::Answer::NoInstance) {
         log_info("--takeover: no instance answers on %s: starting as a first instance",
                  config_.control.c_str());
+        return {};
+    }
+    if (*got == Handover::Answer::Gone) {
+        // Exiting 1 would leave no instance at all once it is gone.
+        log_warning(
+            "--takeover: the instance on %s went away before its offer: starting as a first "
+            "instance once its lock is free",
+            config_.control.c_str());
+        lock_wait_ms_ = kGoneLockWaitMs;
         return {};
     }
     for (const char* name : {InheritedSockets::kDnsUdp, InheritedSockets::kDnsTcp}) {
@@ -168,10 +187,14 @@ Result<void> Daemon::take_over() {
 
 Result<void> Daemon::acquire_lock() {
     std::map<std::string, int>* handed = handover_ ? &handover_->locks() : nullptr;
-    if (auto locked = runtime_lock_.acquire(runtime_paths(config_), handed); !locked) {
-        return locked;
+    // An instance going away (take_over) holds its lock until it exits: after its drain
+    // (query-timeout and a margin) and its cache file's save.
+    const uint64_t give_up = monotonic_ms() + lock_wait_ms_;
+    for (;;) {
+        Result<void> locked = runtime_lock_.acquire(runtime_paths(config_), handed);
+        if (locked || monotonic_ms() >= give_up) return locked;
+        usleep(100'000);
     }
-    return {};
 }
 
 Result<void> Daemon::build_state() {
@@ -301,21 +324,41 @@ Result<void> Daemon::open_control() {
                                     .reload = [this] { return supervisor_->request_reload(); },
                                     .takeover = {}};
     options.takeover.offer = [this] { return takeover_offer(); };
+    options.takeover.handing_over = [this] { release_paths_for_takeover(); };
     options.takeover.drain = [this] { drain_for_takeover(); };
     if (handover_) {
         // Served only if it is the endpoint configured now.
+        // Served only if it is the endpoint configured now, and a listening TCP socket.
         const auto handed_endpoint = [this](const char* name,
-                                            const std::optional<SocketAddress>& wanted) {
+                                            const std::optional<SocketAddress>& wanted,
+                                            int& served) -> Result<void> {
             const int fd = handover_->take(name);
-            if (fd >= 0 && wanted && local_address(fd) == *wanted) return fd;
-            if (fd >= 0) close(fd);
-            return -1;
+            if (fd < 0) return {};
+            if (auto valid = InheritedSockets::validate_one(name, fd); !valid) {
+                close(fd);
+                return Error{"--takeover: the running instance handed over " + valid.error()};
+            }
+            if (wanted && local_address(fd) == *wanted) {
+                served = fd;
+            } else {
+                close(fd);
+            }
+            return {};
         };
-        options.inherited_metrics_fd = handed_endpoint("metrics", control_.metrics_listen);
+        if (auto taken = handed_endpoint(InheritedSockets::kMetrics, control_.metrics_listen,
+                                         options.inherited_metrics_fd);
+            !taken) {
+            return taken;
+        }
         // On the metrics address, the health endpoint is the metrics socket.
-        options.inherited_health_fd = handed_endpoint(
-            "health", control_.health_listen == control_.metrics_listen ? std::nullopt
-                                                                        : control_.health_listen);
+        if (auto taken = handed_endpoint(InheritedSockets::kHealth,
+                                         control_.health_listen == control_.metrics_listen
+                                             ? std::nullopt
+                                             : control_.health_listen,
+                                         options.inherited_health_fd);
+            !taken) {
+            return taken;
+        }
     }
     options.inherited_fd = inherited_.take_one(InheritedSockets::kControl).value_or(-1);
     // /health reads the workers' heartbeats (the host front's thread has none).
@@ -333,7 +376,11 @@ Result<void> Daemon::open_control() {
         control::StatsSources{std::span<const WorkerCounters>(counters_.get(), config_.threads + 2),
                               cache_.get(), [this] { return supervisor_->upstream_groups(); },
                               started_ms_, &resolver_shared_->tier_health});
-    if (auto opened = control_server_->open(user_ ? user_->uid : geteuid()); !opened) return opened;
+    const bool switches_user = user_ && user_->uid != geteuid();
+    if (auto opened = control_server_->open(user_ ? user_->uid : geteuid(), switches_user);
+        !opened) {
+        return opened;
+    }
     // A socket the config does not use (nscd-socket = "", nss = false) is not served: closed
     // here, it stays open in its owner (systemd), which queues clients nobody answers.
     for (const auto& [name, fd] : inherited_.entries()) {

@@ -26,8 +26,8 @@
 #include "cache/cache.h"
 #include "common/counters.h"
 #include "common/inherited_sockets.h"
-#include "common/readiness.h"
 #include "common/mutex.h"
+#include "common/readiness.h"
 #include "common/result.h"
 #include "common/runtime_lock.h"
 #include "config/config.h"
@@ -112,6 +112,9 @@ class Daemon {
   private:
     // The control thread's side of a takeover by another instance (takeover_offer.cpp).
     Result<std::vector<control::NamedFd>> takeover_offer();
+    // The listening sockets and lock files, duplicated under offer_mu_ (none once stopping).
+    std::optional<std::vector<control::NamedFd>> duplicate_for_offer();
+    void release_paths_for_takeover();
     void drain_for_takeover();
     // The cache a running instance handed over, into the cache (but for `local`, what the
     // routing answers itself): true if loaded.
@@ -122,8 +125,10 @@ class Daemon {
 
     InheritedSockets inherited_;
     std::unique_ptr<Handover> handover_;  // --takeover, until finish_takeover()
-    // A takeover offer (control thread) and the start of the drain (main thread) exclude each
-    // other: an offer never duplicates a descriptor the drain is closing.
+    uint64_t lock_wait_ms_ = 0;           // acquire_lock() retries this long (take_over)
+    // The duplicates of a takeover offer (control thread) and the start of the drain (main
+    // thread) exclude each other: an offer never duplicates a descriptor the drain is closing.
+    // Held for the dups and a flag, never for the cache's dump.
     Mutex offer_mu_;
     bool stopping_ NSCACHE_GUARDED_BY(offer_mu_) = false;
     RuntimeLock runtime_lock_;

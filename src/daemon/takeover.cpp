@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "daemon/takeover.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -28,7 +31,8 @@ Handover::~Handover() {
     if (connection_ >= 0) close(connection_);
 }
 
-Result<bool> Handover::request(const std::string& control_path) {
+Result<Handover::Answer> Handover::request(const std::string& control_path,
+                                           const std::vector<uid_t>& trusted_uids) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (control_path.size() >= sizeof addr.sun_path) {
@@ -40,9 +44,18 @@ Result<bool> Handover::request(const std::string& control_path) {
     if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
         const int e = errno;
         close(fd);
-        if (e == ENOENT || e == ECONNREFUSED) return false;
+        if (e == ENOENT || e == ECONNREFUSED) return Answer::NoInstance;
         return Error{"--takeover: cannot reach the running instance on " + control_path + ": " +
                      std::strerror(e)};
+    }
+    ucred server{};
+    socklen_t length = sizeof server;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &server, &length) != 0 ||
+        std::find(trusted_uids.begin(), trusted_uids.end(), server.uid) == trusted_uids.end()) {
+        close(fd);
+        return Error{"--takeover: the socket " + control_path + " is served by uid " +
+                     std::to_string(server.uid) +
+                     ", not root, `user` or this process's user: its offer is not trusted"};
     }
     set_receive_timeout(fd, kOfferTimeoutS);
     const char request[] = "takeover\n";
@@ -53,6 +66,10 @@ Result<bool> Handover::request(const std::string& control_path) {
     Result<std::vector<control::NamedFd>> got = control::receive_takeover(fd);
     if (!got) {
         close(fd);
+        if (got.error() == control::kClosedBeforeOffer ||
+            got.error() == control::kStoppingRefusal) {
+            return Answer::Gone;
+        }
         return Error{"--takeover: the instance on " + control_path + " refused: " + got.error()};
     }
     connection_ = fd;
@@ -64,7 +81,23 @@ Result<bool> Handover::request(const std::string& control_path) {
             fds_.push_back(std::move(f));
         }
     }
-    return true;
+    return Answer::Offer;
+}
+
+Result<void> Handover::check_cache_memfd(int fd, uint64_t max_bytes) {
+    constexpr int kNeeded = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW;
+    const int seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0 || (seals & kNeeded) != kNeeded) {
+        return Error{"the cache descriptor is not a memfd sealed against writes"};
+    }
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return Error{"the cache descriptor is not a file"};
+    if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+        return Error{"the cache descriptor holds " + std::to_string(st.st_size) +
+                     " bytes, more than " + std::to_string(max_bytes)};
+    }
+    return {};
 }
 
 int Handover::take(const std::string& name) {

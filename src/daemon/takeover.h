@@ -14,6 +14,9 @@
 // Main thread only (start-up).
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,9 +37,22 @@ class Handover {
     Handover(const Handover&) = delete;
     Handover& operator=(const Handover&) = delete;
 
-    // Asks the instance on `control_path`. False (no error) when none answers there (no
-    // socket, or a stale one): the caller starts as without --takeover.
-    Result<bool> request(const std::string& control_path);
+    enum class Answer {
+        Offer,       // the descriptors are here
+        NoInstance,  // none answers on the path (no socket, or a stale one)
+        // It answered the connection, then closed it with no offer (it exited or died
+        // first), or refused because its drain has begun: it is going away.
+        Gone,
+    };
+    // Asks the instance on `control_path`. Not Offer: the caller starts as without --takeover
+    // (after Gone, once the instance's lock is free). The process that listens there must run
+    // as one of `trusted_uids` (SO_PEERCRED: its uid when it called listen()), or nothing is
+    // asked: another user's socket at that path could hand over anything.
+    Result<Answer> request(const std::string& control_path, const std::vector<uid_t>& trusted_uids);
+
+    // The "cache" memfd may be read as it is: sealed against writes and size changes (the
+    // sender can change nothing while it is loaded) and at most `max_bytes` long.
+    static Result<void> check_cache_memfd(int fd, uint64_t max_bytes);
 
     // The descriptor named `name` (the first, for names given several times), now the
     // caller's; -1 if none.

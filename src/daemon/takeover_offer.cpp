@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include "cache/cache_file.h"
@@ -40,8 +42,30 @@ Result<int> dump_cache_to_memfd(const cache::Cache& cache) {
 }  // namespace
 
 Result<std::vector<control::NamedFd>> Daemon::takeover_offer() {
+    std::optional<std::vector<control::NamedFd>> duplicated = duplicate_for_offer();
+    if (!duplicated) return Error{control::kStoppingRefusal};
+    std::vector<control::NamedFd> offer = std::move(*duplicated);
+    // The dump takes every shard's mutex in turn and writes the memfd: never under offer_mu_
+    // (the lock rule). The cache outlives the control thread, which the drain joins.
+    Result<int> cache_fd = dump_cache_to_memfd(*cache_);
+    if (!cache_fd) {
+        control::close_all(offer);
+        return Error{cache_fd.error()};
+    }
+    offer.push_back({"cache", *cache_fd});
+    // A drain that began during the dump unlinks this instance's paths at its exit: the new
+    // one is refused, and waits for this one to exit to start as a first instance.
     MutexLock lock(offer_mu_);
-    if (stopping_) return Error{"this instance is stopping"};
+    if (stopping_) {
+        control::close_all(offer);
+        return Error{control::kStoppingRefusal};
+    }
+    return offer;
+}
+
+std::optional<std::vector<control::NamedFd>> Daemon::duplicate_for_offer() {
+    MutexLock lock(offer_mu_);
+    if (stopping_) return std::nullopt;
     std::vector<control::NamedFd> offer;
     auto add = [&offer](const char* name, int fd) {
         if (fd >= 0) offer.push_back({name, fd});
@@ -70,20 +94,24 @@ Result<std::vector<control::NamedFd>> Daemon::takeover_offer() {
         const int copy = dup_of(fd);
         if (copy >= 0) offer.push_back({"lock:" + path, copy});
     }
-    Result<int> cache_fd = dump_cache_to_memfd(*cache_);
-    if (!cache_fd) {
-        control::close_all(offer);
-        return Error{cache_fd.error()};
-    }
-    add("cache", *cache_fd);
     return offer;
 }
 
-void Daemon::drain_for_takeover() {
-    // The new instance serves the same sockets at the same paths: leave them there.
+void Daemon::release_paths_for_takeover() {
+    // Before the offer goes out: from then on the new instance may serve the same sockets at
+    // the same paths, even if this one never hears "ready" (it stops first, or gives up
+    // waiting), so no exit of this one may unlink them. If the new one never serves, the files
+    // outlive this instance, and the next start replaces them (a socket nobody listens on is
+    // stale).
     control_server_->release_path();
     if (nss_) nss_->request_socket().release_path();
     if (nscd_) nscd_->request_socket().release_path();
+}
+
+void Daemon::drain_for_takeover() {
+    // Probes and commands go to the instance that serves on: this one's /ready would say 503
+    // while it drains, and a `reload` or `flush` here would change what is about to exit.
+    control_server_->stop_listening();
     supervisor_->request_stop();
 }
 
@@ -91,6 +119,15 @@ bool Daemon::load_handed_cache(const cache::NameSet& local) {
     if (!handover_) return false;
     const int fd = handover_->take("cache");
     if (fd < 0) return false;
+    // The dump is smaller than the cache's accounted bytes; 4x (and a floor for small
+    // caches) leaves room for a running instance configured larger than this one.
+    const uint64_t max_bytes = std::max<uint64_t>(4 * uint64_t{config_.cache_size}, 64u << 20);
+    if (auto usable = Handover::check_cache_memfd(fd, max_bytes); !usable) {
+        close(fd);
+        log_warning("takeover: the running instance's cache was not loaded: %s",
+                    usable.error().c_str());
+        return false;
+    }
     const uint64_t started = monotonic_ms();
     // No worker runs yet: the cache is the loader's alone (one pass over the memfd).
     const Result<uint64_t> loaded =

@@ -4,6 +4,7 @@ sockets, lock and cache over its control socket, then the old one drains and exi
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -12,7 +13,7 @@ import time
 import dns.rrset
 import pytest
 
-from dnshelpers import a_addrs, udp
+from dnshelpers import a_addrs, udp, wait_until
 from harness import ZONE
 from steady_load import SteadyLoad, unanswered
 
@@ -220,6 +221,43 @@ def test_an_abandoned_takeover_leaves_the_running_instance_serving(daemon, nsd):
     assert d.stats()["queries"] >= 1
 
 
+def take_offer(control):
+    """As a new instance that was handed the sockets and is not ready yet: (socket, fds)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(str(control))
+    s.sendall(b"takeover\n")
+    msg, fds, _, _ = socket.recv_fds(s, 65536, 250)
+    assert msg[:8] == b"NSCTAKE1", msg[:100]
+    return s, fds
+
+
+def test_an_old_instance_stopped_before_ready_leaves_the_socket_paths(daemon, nsd):
+    old = daemon(nsd.addr)
+    port = old.port
+    nss_path = old.workdir / "nss.sock"
+    # The sockets are handed over; the old one is stopped before it hears "ready".
+    conn, fds = take_offer(old.control)
+    try:
+        old.stopped_by_test = True
+        old.proc.send_signal(signal.SIGTERM)
+        assert wait_exit(old, 15) == 0, old.stderr_text()
+        # The paths lead to the sockets the new instance holds (the backlog waits for it).
+        assert os.path.exists(old.control) and os.path.exists(nss_path)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+            c.connect(str(nss_path))
+    finally:
+        conn.close()
+        for fd in fds:
+            os.close(fd)
+    # The new one never served: the files are stale, and a later start replaces them.
+    later = daemon(nsd.addr, listen=(f"127.0.0.1:{port}",), extra_args=same_paths(old, port))
+    later.control = old.control
+    assert a_addrs(udp(port, f"www.{ZONE}")) == ["192.0.2.1"]
+    assert later.stats()["queries"] >= 1
+    assert os.path.exists(nss_path)
+
+
 def test_a_new_instance_that_fails_to_start_leaves_the_old_one_serving(daemon, nsd):
     old = daemon(nsd.addr)
     port = old.port
@@ -311,3 +349,112 @@ def test_the_health_and_metrics_endpoints_pass_to_the_new_instance(daemon, nsd):
     assert get(health, "/ready")[0] == 200
     assert get(metrics, "/metrics")[0] == 200
     assert a_addrs(udp(port, f"www.{ZONE}")) == ["192.0.2.1"]
+
+
+def test_during_the_old_instances_drain_probes_and_commands_reach_the_new_one(daemon, fake_upstream):
+    import threading
+    import dns.message
+    import dns.query
+    from test_health import free_tcp_port, get
+    health = free_tcp_port()
+    config = f'health-listen = "127.0.0.1:{health}"\n'
+    fake_upstream.add("slow.fake.test.", "A", 300, "192.0.2.7")
+    # Within the upstream's retry timeout: the old one drains while it waits for this answer.
+    fake_upstream.delays["slow.fake.test."] = 1500
+    old = daemon(fake_upstream.addr, config=config)
+    port = old.port
+    answer = {}
+
+    def ask():
+        q = dns.message.make_query("slow.fake.test", "A")
+        answer["r"] = dns.query.udp(q, "127.0.0.1", port=port, timeout=5)
+
+    t = threading.Thread(target=ask)
+    t.start()
+    assert wait_until(lambda: fake_upstream.count(name="slow.fake.test.") >= 1, timeout=3)
+    new = daemon(fake_upstream.addr, listen=(f"127.0.0.1:{port}",), config=config,
+                 extra_args=same_paths(old, port) + ["--takeover"])
+    new.control = old.control
+    old.stopped_by_test = True
+    assert wait_for_log(old, "shutting down (taken over)")
+    statuses, flushes = [], 0
+    while old.proc.poll() is None and len(statuses) < 200:
+        statuses.append(get(health, "/ready")[0])
+        if flushes < 10:
+            r = new.cli("flush", "--control", old.control)
+            assert r.returncode == 0, r.stdout + r.stderr
+            flushes += 1
+    assert wait_exit(old, 15) == 0, old.stderr_text()
+    t.join(10)
+    assert answer["r"].answer, "the in-flight query was answered during the drain"
+    assert statuses and flushes, "the old instance's drain was over before any probe"
+    assert set(statuses) == {200}, statuses
+    # Every flush reached the new instance, none the one that drains.
+    assert old.stderr_text().count("control: flushed") == 0, old.stderr_text()[-2000:]
+    assert wait_for_log(new, "control: flushed")
+    assert new.stderr_text().count("control: flushed") == flushes
+
+
+def queued_connections(path):
+    """Connections waiting in the accept queue of the unix socket at `path` (ss: Recv-Q)."""
+    r = subprocess.run(["ss", "-xlH", "src", str(path)], capture_output=True, text=True, timeout=5)
+    for line in r.stdout.splitlines():
+        fields = line.split()
+        if len(fields) > 5 and fields[4] == str(path):
+            return int(fields[2])
+    return 0
+
+
+def test_a_new_instance_whose_old_one_dies_before_its_offer_starts_as_a_first_one(daemon, nsd):
+    if shutil.which("ss") is None:
+        pytest.skip("needs ss (iproute2)")
+    old = daemon(nsd.addr)
+    port = old.port
+    old.stopped_by_test = True
+    # The old one accepts nothing while stopped: the new one's request waits in its socket.
+    os.kill(old.pid, signal.SIGSTOP)
+    try:
+        new = daemon(nsd.addr, listen=(f"127.0.0.1:{port}",), expect_ready=False,
+                     extra_args=same_paths(old, port) + ["--takeover"])
+        new.control = old.control
+        assert wait_until(lambda: queued_connections(old.control) >= 1, timeout=10)
+    finally:
+        os.kill(old.pid, signal.SIGKILL)  # dies with no offer sent, its files left behind
+    old.proc.wait(10)
+    assert new.wait_ready(20), new.stderr_text()
+    assert "went away before its offer" in new.stderr_text(), new.stderr_text()
+    assert a_addrs(udp(port, f"www.{ZONE}")) == ["192.0.2.1"]
+    assert new.stats()["queries"] >= 1
+
+
+def test_an_offer_from_a_control_socket_another_user_serves_is_not_asked_for(daemon, nsd):
+    if os.geteuid() != 0:
+        pytest.skip("needs root (setpriv)")
+    # Another user's process listens where the control socket should be: whatever it would
+    # hand over (sockets, a cache) is not to be trusted by a root instance.
+    folder = tempfile.mkdtemp(prefix="nscache-takeover-")
+    server = None
+    try:
+        os.chmod(folder, 0o777)
+        control = os.path.join(folder, "control.sock")
+        code = (
+            "import socket, sys\n"
+            "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+            f"s.bind({control!r}); s.listen(4)\n"
+            "print('listening', flush=True)\n"
+            "s.settimeout(20)\n"
+            "c, _ = s.accept(); c.recv(100); c.sendall(b'error: nope\\n'); c.recv(100)\n"
+        )
+        server = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                   "/usr/bin/python3", "-c", code], stdout=subprocess.PIPE, text=True)
+        assert server.stdout.readline().strip() == "listening"
+        new = daemon(nsd.addr, expect_ready=False, extra_args=["--control", control, "--takeover"])
+        assert wait_exit(new, 15) == 1
+        new.stopped_by_test = True
+        assert "is served by uid 65534" in new.stderr_text(), new.stderr_text()
+        assert "not trusted" in new.stderr_text()
+    finally:
+        if server is not None:
+            server.kill()
+            server.wait(5)
+        shutil.rmtree(folder, ignore_errors=True)

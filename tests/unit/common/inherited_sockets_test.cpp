@@ -118,6 +118,64 @@ TEST(InheritedSockets, EachNameMustBeItsKindOfSocket) {
     rmdir(path.substr(0, path.size() - 2).c_str());
 }
 
+// A socket of `type` and `protocol` bound on loopback (listening if a stream), or -1 when
+// this kernel has no such protocol.
+int protocol_socket(int type, int protocol) {
+    const int fd = socket(AF_INET, type | SOCK_CLOEXEC, protocol);
+    if (fd < 0) return -1;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        (type == SOCK_STREAM && listen(fd, 4) != 0)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+TEST(InheritedSockets, ADnsSocketMustBeUdpOrTcpNotAnotherProtocolOfItsType) {
+    // UDP-Lite is a datagram socket, MPTCP and SCTP stream ones: right type, wrong protocol.
+    const struct {
+        const char* name;
+        int type;
+        int protocol;
+        const char* why;
+    } cases[] = {
+        {"dns-udp", SOCK_DGRAM, IPPROTO_UDPLITE, "is not a UDP socket"},
+        {"dns-tcp", SOCK_STREAM, 262 /* IPPROTO_MPTCP */, "is not a TCP socket"},
+        {"dns-tcp", SOCK_STREAM, IPPROTO_SCTP, "is not a TCP socket"},
+        {"metrics", SOCK_STREAM, 262, "is not a TCP socket"},
+    };
+    int tried = 0;
+    for (const auto& c : cases) {
+        const int fd = protocol_socket(c.type, c.protocol);
+        if (fd < 0) continue;  // not in this kernel
+        ++tried;
+        const Result<void> valid = InheritedSockets::validate_one(c.name, fd);
+        close(fd);
+        ASSERT_FALSE(valid) << c.name << " of protocol " << c.protocol;
+        EXPECT_NE(valid.error().find(c.why), std::string::npos) << valid.error();
+    }
+    if (tried == 0) GTEST_SKIP() << "no UDP-Lite, MPTCP or SCTP in this kernel";
+}
+
+TEST(InheritedSockets, HandedMetricsAndHealthSocketsAreCheckedAsDnsTcp) {
+    const int udp = inet_socket(SOCK_DGRAM, true, false);
+    const int unlistened = inet_socket(SOCK_STREAM, true, false);
+    const int good = inet_socket(SOCK_STREAM, true, true);
+    std::string path;
+    const int local = unix_listener(path);
+    EXPECT_FALSE(InheritedSockets::validate_one("metrics", udp));
+    EXPECT_FALSE(InheritedSockets::validate_one("health", unlistened));
+    EXPECT_FALSE(InheritedSockets::validate_one("health", local));
+    EXPECT_TRUE(InheritedSockets::validate_one("metrics", good));
+    EXPECT_TRUE(InheritedSockets::validate_one("health", good));
+    for (int fd : {udp, unlistened, good, local}) close(fd);
+    unlink(path.c_str());
+    rmdir(path.substr(0, path.size() - 2).c_str());
+}
+
 TEST(InheritedSockets, FromEnvironmentUnsetsTheVariables) {
     setenv("LISTEN_PID", std::to_string(getpid()).c_str(), 1);
     setenv("LISTEN_FDS", "0", 1);

@@ -31,6 +31,7 @@ class TakeoverSessionTest : public ::testing::Test {
             return std::vector<NamedFd>{{"cache", open("/dev/null", O_RDONLY | O_CLOEXEC)}};
         };
         hooks_.drain = [this] { ++drains_; };
+        hooks_.handing_over = [this] { ++sent_; };
     }
     void TearDown() override {
         session_.reset();
@@ -54,6 +55,7 @@ class TakeoverSessionTest : public ::testing::Test {
     std::string offer_error_;
     int offers_ = 0;
     int drains_ = 0;
+    int sent_ = 0;
     int done_ = 0;
     int server_ = -1;
     int peer_ = -1;
@@ -88,6 +90,26 @@ TEST_F(TakeoverSessionTest, APeerThatGoesAwayChangesNothing) {
     EXPECT_EQ(drains_, 0);
     EXPECT_FALSE(session_->drained());
     EXPECT_EQ(done_, 1);
+}
+
+TEST_F(TakeoverSessionTest, ThePathsAreGivenUpOnceTheOfferIsSentNotOnlyAtTheDrain) {
+    start();
+    // Sent: the new instance may serve the socket paths from now on, ready or not.
+    EXPECT_EQ(sent_, 1);
+    Result<std::vector<NamedFd>> offer = receive_takeover(peer_);
+    ASSERT_TRUE(offer.ok());
+    close_all(*offer);
+    close(peer_);
+    peer_ = -1;
+    turn();
+    EXPECT_EQ(drains_, 0);
+    EXPECT_EQ(sent_, 1);
+}
+
+TEST_F(TakeoverSessionTest, ARefusalGivesUpNoPath) {
+    offer_error_ = "cannot dump the cache";
+    start();
+    EXPECT_EQ(sent_, 0);
 }
 
 TEST_F(TakeoverSessionTest, AnythingButReadyChangesNothing) {
