@@ -465,16 +465,22 @@ void Daemon::stop_threads() {
     log_info("draining: no new queries read, answering those read (at most %u ms)",
              static_cast<unsigned>(config_.query_timeout_ms + kDrainMarginMs));
     for (auto& w : workers_) w->request_drain(deadline);
-    const bool drained = supervisor_->wait_until(
+    const Supervisor::WaitEnd end = supervisor_->wait_until(
         [this] { return workers_done_.load(std::memory_order_acquire) == workers_.size(); },
         deadline + kDrainMarginMs);
-    if (drained) {
+    if (end == Supervisor::WaitEnd::Done) {
         log_info("drained in %llu ms",
                  static_cast<unsigned long long>(monotonic_ms() + config_.query_timeout_ms +
                                                  kDrainMarginMs - deadline));
-    } else {
+    } else if (end == Supervisor::WaitEnd::SecondSignal) {
         // Documented: a second SIGTERM stops at once; the cache file is still saved.
         log_warning("drain cut short by a second signal: queries not yet answered are dropped");
+    } else {
+        // A worker past its own deadline (each stops at `deadline`): a wedged loop.
+        log_warning(
+            "drain not done %u ms after its deadline: stopping the workers, queries "
+            "not yet answered are dropped",
+            static_cast<unsigned>(kDrainMarginMs));
     }
     for (auto& w : workers_) w->request_stop();
     for (auto& t : threads_) t.join();
