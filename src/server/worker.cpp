@@ -80,11 +80,13 @@ void Worker::run() {
     loop_.refresh_now();
     beat();
     loop_.run([this] { on_wake(); });
+    set_level(counters_.heartbeat_ms, kHeartbeatFinished);
     tcp_.close_all();
 }
 
 // A timer of its own, so that an idle loop beats too; a wedged one stops (/health fails).
 void Worker::beat() {
+    if (drained_) return;
     set_level(counters_.heartbeat_ms, loop_.now_ms());
     loop_.add_timer(loop_.now_ms() + kHeartbeatIntervalMs, [this] { beat(); });
 }
@@ -111,8 +113,7 @@ void Worker::start_drain() {
     tcp_.drain_all();
     drain_timer_ = loop_.add_timer(drain_deadline_ms_.load(std::memory_order_acquire), [this] {
         drain_timer_ = EventLoop::kNoTimer;
-        drained_ = true;
-        loop_.request_stop();
+        finish_drain();
     });
 }
 
@@ -124,8 +125,13 @@ void Worker::check_drained() {
         tcp_.size() != 0) {
         return;
     }
-    drained_ = true;
     loop_.cancel_timer(drain_timer_);
+    finish_drain();
+}
+
+void Worker::finish_drain() {
+    drained_ = true;
+    set_level(counters_.heartbeat_ms, kHeartbeatFinished);
     loop_.request_stop();
 }
 

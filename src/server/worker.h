@@ -68,6 +68,9 @@ class Worker final : public ReplySender {
     void accept_tcp(int fd, const sockaddr_storage& peer, socklen_t length);
     void start_drain();
     void check_drained();
+    // The drain is over: the heartbeat says so (a finished loop is no stalled one for
+    // /health while the other workers drain on) and run() returns.
+    void finish_drain();
 
     SettingsPtr settings_;  // what this worker uses now; the pipeline points into it
     EventLoop loop_;

@@ -11,6 +11,8 @@
 #include <string>
 
 #include "../upstream/upstream_test_support.h"
+#include "common/readiness.h"
+#include "control/health.h"
 #include "fake_clock.h"
 #include "server_test_support.h"
 #include "upstream/routing.h"
@@ -311,6 +313,19 @@ TEST(WorkerDrain, TheDeadlineEndsADrainThatWouldWaitLonger) {
     h.turns(1);
     EXPECT_TRUE(h.worker.drained());
     close(client);
+}
+
+// A worker done with its drain beats no more while others may drain on for query-timeout:
+// /health must not call it stalled.
+TEST(WorkerDrain, ADrainedWorkerIsNoStalledOneForHealth) {
+    WorkerHarness h;
+    h.counters.heartbeat_ms = h.clock.now_ms();  // as its last beat before the drain
+    h.worker.request_drain(h.worker.loop().now_ms() + 3000);
+    ASSERT_TRUE(h.turn_until([&] { return h.worker.drained(); }));
+    h.clock.advance_ms(3 * kHeartbeatStaleMs);
+    h.turns(1);
+    const control::HealthSources sources{nullptr, std::span<const WorkerCounters>(&h.counters, 1)};
+    EXPECT_EQ(control::liveness(sources, h.clock.now_ms()).body, "ok\n");
 }
 
 TEST(WorkerDrain, AnIdleWorkerIsDrainedAtOnceAndStopsAcceptingTcp) {
