@@ -212,37 +212,8 @@ void Daemon::build_settings() {
 }
 
 Result<void> Daemon::open_sockets() {
-    if (auto opened = server::open_listen_sockets(config_, config_.threads, sockets_, &inherited_);
-        !opened) {
-        return opened;
-    }
-    if (!handover_) return {};
-    // A takeover serves the running instance's sockets; `listen` addresses it did not have
-    // are bound here, beside them (SO_REUSEPORT, one per worker).
-    Config missing = config_;
-    missing.listen.clear();
-    for (const SocketAddress& wanted : config_.listen) {
-        const bool served = std::any_of(
-            sockets_.addresses.begin(), sockets_.addresses.end(), [&](const SocketAddress& a) {
-                SocketAddress any_port = a;
-                any_port.set_port(0);
-                return wanted.port() == 0 ? any_port == wanted : a == wanted;
-            });
-        if (!served) missing.listen.push_back(wanted);
-    }
-    if (missing.listen.empty()) return {};
-    server::ListenSockets more;
-    if (auto opened = server::open_listen_sockets(missing, config_.threads, more); !opened) {
-        if (config_.listen_is_default) return {};  // e.g. no IPv6 loopback: as without takeover
-        return opened;
-    }
-    for (unsigned w = 0; w < config_.threads; ++w) {
-        sockets_.udp[w].insert(sockets_.udp[w].end(), more.udp[w].begin(), more.udp[w].end());
-        sockets_.tcp[w].insert(sockets_.tcp[w].end(), more.tcp[w].begin(), more.tcp[w].end());
-    }
-    sockets_.addresses.insert(sockets_.addresses.end(), more.addresses.begin(),
-                              more.addresses.end());
-    return {};
+    // Socket activation or a takeover: the given sockets, and what `listen` adds to them.
+    return server::open_listen_sockets(config_, config_.threads, sockets_, &inherited_);
 }
 
 Result<void> Daemon::find_user() {

@@ -44,6 +44,23 @@ def test_serves_udp_tcp_and_control_on_inherited_sockets(daemon, fake_upstream, 
     assert os.path.exists(l.paths["control"])
 
 
+def test_listen_addresses_the_given_sockets_lack_are_bound_beside_them(daemon, fake_upstream, launcher):
+    """Socket units for 127.0.0.1 and a `listen` that also names 127.0.0.2: both are served
+    (the units must not silently replace the configured addresses)."""
+    fake_upstream.add("www.fake.test.", "A", 300, "192.0.2.10")
+    l = launcher()
+    d = l.start(daemon, fake_upstream.addr, listen=("127.0.0.1:0", "127.0.0.2:0"))
+    log = d.stderr_text()
+    assert f"serving the given DNS sockets: udp {l.address}, tcp {l.address}" in log, log
+    other = d.listening[("udp", "127.0.0.2")]
+    assert d.listening[("tcp", "127.0.0.2")] == other
+    assert f"listen addresses bound beside them: udp 127.0.0.2:{other}, tcp 127.0.0.2:{other}" in log, log
+    for host, port in (("127.0.0.1", l.port), ("127.0.0.2", other)):
+        assert a_addrs(udp(port, "www.fake.test.", host=host)) == ["192.0.2.10"]
+        assert a_addrs(tcp(port, "www.fake.test.", host=host)) == ["192.0.2.10"]
+    assert d.stop() == 0
+
+
 @pytest.mark.parametrize("sockets,threads", [(1, 3), (2, 2), (4, 2)])
 def test_several_workers_share_or_split_the_given_sockets(daemon, fake_upstream, launcher, sockets, threads):
     """One socket for three workers: shared (each polls it); as many as the workers (or a
