@@ -358,6 +358,7 @@ void Daemon::start_threads() {
         workers_.push_back(std::make_unique<server::Worker>(
             i, *shared_, counters_[i], sockets_.udp[i], sockets_.tcp[i], settings_));
         workers_.back()->set_shared_listeners(sockets_.shared);
+        workers_.back()->set_private_listeners(sockets_.bound_here);
         resolver_shared_->queues.push_back(&workers_.back()->completion_queue());
     }
     sockets_given_ = true;
@@ -419,6 +420,7 @@ void Daemon::run() {
         // No offer from here on: the drain closes the sockets an offer would duplicate.
         MutexLock lock(offer_mu_);
         stopping_ = true;
+        own_sockets_private_ = !offer_made_;
     }
     log_info("shutting down (%s)", supervisor_->stopped_by_request() ? "taken over"
                                    : signal_number == SIGINT         ? "SIGINT"
@@ -435,7 +437,9 @@ void Daemon::stop_threads() {
     const uint64_t deadline = monotonic_ms() + config_.query_timeout_ms + kDrainMarginMs;
     log_info("draining: no new queries read, answering those read (at most %u ms)",
              static_cast<unsigned>(config_.query_timeout_ms + kDrainMarginMs));
-    for (auto& w : workers_) w->request_drain(deadline);
+    // The sockets it bound itself are refused at once (clients fail over now, instead of
+    // after their timeout) unless a takeover offer gave them to another process.
+    for (auto& w : workers_) w->request_drain(deadline, own_sockets_private_);
     const Supervisor::WaitEnd end = supervisor_->wait_until(
         [this] { return workers_done_.load(std::memory_order_acquire) == workers_.size(); },
         deadline + kDrainMarginMs);

@@ -26,8 +26,8 @@
 #include "cache/cache.h"
 #include "common/counters.h"
 #include "common/inherited_sockets.h"
-#include "common/readiness.h"
 #include "common/mutex.h"
+#include "common/readiness.h"
 #include "common/result.h"
 #include "common/runtime_lock.h"
 #include "config/config.h"
@@ -126,6 +126,11 @@ class Daemon {
     // other: an offer never duplicates a descriptor the drain is closing.
     Mutex offer_mu_;
     bool stopping_ NSCACHE_GUARDED_BY(offer_mu_) = false;
+    // An offer duplicated the DNS sockets: another process may hold them from then on.
+    bool offer_made_ NSCACHE_GUARDED_BY(offer_mu_) = false;
+    // At the drain: no other process holds the sockets this one bound (no offer was made),
+    // so the drain refuses new queries on them (Worker::request_drain).
+    bool own_sockets_private_ = true;
     RuntimeLock runtime_lock_;
     uint64_t started_ms_ = 0;
     // Starting, ready (announce_ready), draining (run's end): /ready tells it.

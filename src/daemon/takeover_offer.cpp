@@ -42,6 +42,7 @@ Result<int> dump_cache_to_memfd(const cache::Cache& cache) {
 Result<std::vector<control::NamedFd>> Daemon::takeover_offer() {
     MutexLock lock(offer_mu_);
     if (stopping_) return Error{"this instance is stopping"};
+    offer_made_ = true;  // the sockets are duplicated below, whatever becomes of the offer
     std::vector<control::NamedFd> offer;
     auto add = [&offer](const char* name, int fd) {
         if (fd >= 0) offer.push_back({name, fd});

@@ -222,6 +222,7 @@ Result<void> bind_address(SocketAddress address, bool udp, bool tcp, bool is_def
                              address.to_string() + ": " + error};
             }
             (type == SOCK_DGRAM ? out.udp : out.tcp)[w].push_back(fd);
+            out.bound_here.push_back(fd);
         }
     }
     for (int type : types) {
@@ -243,6 +244,7 @@ void ListenSockets::close_all() {
         }
         group->clear();
     }
+    bound_here.clear();
 }
 
 Result<void> open_listen_sockets(const Config& config, unsigned workers, ListenSockets& out,

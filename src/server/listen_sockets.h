@@ -26,6 +26,9 @@ struct ListenSockets {
     std::vector<std::vector<int>> tcp;  // [worker][address]
     // The sockets were given (inherited): the workers share them (EPOLLEXCLUSIVE).
     bool shared = false;
+    // The descriptors this process bound itself (every worker's), not given: no other process
+    // holds them unless a takeover offer duplicated them (Worker::set_private_listeners).
+    std::vector<int> bound_here;
 
     void close_all();
 };

@@ -45,7 +45,17 @@ Worker::Worker(uint32_t index, ServerShared& shared, WorkerCounters& counters,
 Worker::~Worker() {
     tcp_.close_all();
     acceptors_.clear();
-    for (int fd : tcp_fds_) close(fd);
+    for (int fd : tcp_fds_) {
+        if (fd >= 0) close(fd);
+    }
+}
+
+void Worker::set_private_listeners(const std::vector<int>& fds) {
+    auto is_private = [&fds](int fd) { return std::find(fds.begin(), fds.end(), fd) != fds.end(); };
+    udp_private_.assign(udp_.size(), false);
+    for (size_t i = 0; i < udp_.size(); ++i) udp_private_[i] = is_private(udp_[i]->fd());
+    tcp_private_.assign(tcp_fds_.size(), false);
+    for (size_t i = 0; i < tcp_fds_.size(); ++i) tcp_private_[i] = is_private(tcp_fds_[i]);
 }
 
 // Clients outside `allow` are closed at once, before they cost a connection slot or a byte of
@@ -101,15 +111,31 @@ void Worker::on_wake() {
     if (!draining_ && drain_deadline_ms_.load(std::memory_order_acquire) != 0) start_drain();
 }
 
-void Worker::request_drain(uint64_t deadline_ms) {
+void Worker::request_drain(uint64_t deadline_ms, bool refuse_private) {
+    refuse_private_.store(refuse_private, std::memory_order_relaxed);
     drain_deadline_ms_.store(deadline_ms == 0 ? 1 : deadline_ms, std::memory_order_release);
     loop_.wake();
 }
 
 void Worker::start_drain() {
     draining_ = true;
-    for (auto& registration : udp_registrations_) loop_.remove(registration);
-    for (auto& acceptor : acceptors_) acceptor->stop();
+    const bool refuse = refuse_private_.load(std::memory_order_relaxed);
+    for (size_t i = 0; i < udp_.size(); ++i) {
+        if (refuse && i < udp_private_.size() && udp_private_[i] && udp_[i]->refuse_new_queries()) {
+            refusing_.push_back(udp_[i].get());  // stays in the loop: its queue is read
+        } else if (i < udp_registrations_.size()) {
+            loop_.remove(udp_registrations_[i]);
+        }
+    }
+    for (size_t i = 0; i < acceptors_.size(); ++i) {
+        acceptors_[i]->stop();
+        // Clients waiting in its backlog are reset and those that come later refused, at
+        // once, instead of waiting for an accept that never comes.
+        if (refuse && i < tcp_private_.size() && tcp_private_[i]) {
+            close(tcp_fds_[i]);
+            tcp_fds_[i] = -1;
+        }
+    }
     tcp_.drain_all();
     drain_timer_ = loop_.add_timer(drain_deadline_ms_.load(std::memory_order_acquire), [this] {
         drain_timer_ = EventLoop::kNoTimer;
@@ -124,6 +150,9 @@ void Worker::check_drained() {
     if (drained_ || pipeline_.pending().size() != 0 || resolver_.outstanding() != 0 ||
         tcp_.size() != 0) {
         return;
+    }
+    for (const UdpSocket* socket : refusing_) {
+        if (socket->has_queued()) return;
     }
     loop_.cancel_timer(drain_timer_);
     finish_drain();

@@ -218,6 +218,54 @@ def test_drain_answers_the_miss_in_flight_while_control_answers_and_fronts_are_c
     client.close()
 
 
+def test_drain_of_its_own_sockets_refuses_new_queries_at_once(daemon, fake_upstream):
+    """Sockets the daemon bound itself (no socket activation, no takeover): once the drain
+    begins, a new UDP query is refused (ICMP port unreachable: ECONNREFUSED on a connected
+    socket, the stub's cue to try its next server) and a TCP connect too, instead of waiting
+    unread for query-timeout; the miss already in flight is still answered."""
+    import signal
+    import socket as socketlib
+
+    import dns.message
+    from dnshelpers import make_query, wait_until
+
+    fake_upstream.add("slow.fake.test.", "A", 300, "192.0.2.99")
+    fake_upstream.add("www.fake.test.", "A", 300, "192.0.2.10")
+    fake_upstream.delays["slow.fake.test."] = 2000
+    d = daemon(fake_upstream.addr)
+    assert a_addrs(udp(d.port, "www.fake.test.")) == ["192.0.2.10"]
+    client = socketlib.socket(socketlib.AF_INET, socketlib.SOCK_DGRAM)
+    client.settimeout(10)
+    client.sendto(make_query("slow.fake.test.", "A").to_wire(), ("127.0.0.1", d.port))
+    assert wait_until(lambda: fake_upstream.count(name="slow.fake.test.") == 1)
+    d.stopped_by_test = True
+    os.kill(d.pid, signal.SIGTERM)
+    assert wait_until(lambda: "draining" in d.stderr_text()), d.stderr_text()
+
+    def refused():
+        with socketlib.socket(socketlib.AF_INET, socketlib.SOCK_DGRAM) as late:
+            late.connect(("127.0.0.1", d.port))
+            late.settimeout(0.5)
+            late.send(make_query("www.fake.test.", "A").to_wire())
+            try:
+                late.recv(4096)
+                return False  # answered: not refused (yet)
+            except ConnectionRefusedError:
+                return True
+            except socketlib.timeout:
+                return False
+
+    assert wait_until(refused, timeout=1.5), "a UDP query during the drain was not refused"
+    assert d.proc.poll() is None, "exited before the miss in flight was answered"
+    with socketlib.socket(socketlib.AF_INET, socketlib.SOCK_STREAM) as late_tcp:
+        with pytest.raises(ConnectionRefusedError):
+            late_tcp.connect(("127.0.0.1", d.tcp_port))
+    reply = dns.message.from_wire(client.recvfrom(4096)[0])
+    assert [rd.address for rrset in reply.answer for rd in rrset] == ["192.0.2.99"]
+    assert d.proc.wait(10) == 0
+    client.close()
+
+
 def test_a_second_sigterm_ends_the_drain_at_once_and_still_saves_the_cache(daemon, fake_upstream, tmp_path):
     import signal
 
