@@ -88,6 +88,19 @@ std::string unix_path(int fd) {
 // What a drain may take past query-timeout: the last answers written, the loops' turns.
 constexpr uint64_t kDrainMarginMs = 1000;
 
+// What the cache file's save may take: a floor, and per entry ten times the dump's measured
+// cost (about 0.7 us per entry, bench/RESULTS.md) for a slow or busy disk.
+constexpr uint64_t kSaveFloorMs = 10'000;
+constexpr uint64_t kSavePerEntryUs = 7;
+
+// Under systemd, asks for `ms` more before the stop timeout (TimeoutStopSec=) may kill us:
+// the drain and the save can outlast it, and a SIGKILL during the save loses the cache file's
+// update. No effect without $NOTIFY_SOCKET.
+void extend_stop_timeout(uint64_t ms) {
+    const std::string state = "EXTEND_TIMEOUT_USEC=" + std::to_string(ms * 1000);
+    sd_notify(state.c_str());
+}
+
 }  // namespace
 
 void block_daemon_signals() {
@@ -435,6 +448,9 @@ void Daemon::stop_threads() {
     // Queries already read are answered: upstream queries within query-timeout, and a margin
     // for the answers to be written.
     const uint64_t deadline = monotonic_ms() + config_.query_timeout_ms + kDrainMarginMs;
+    // The wait below ends at most a margin past the workers' deadline; a margin more for the
+    // threads' joins and the control server's stop.
+    extend_stop_timeout(config_.query_timeout_ms + 3 * kDrainMarginMs);
     log_info("draining: no new queries read, answering those read (at most %u ms)",
              static_cast<unsigned>(config_.query_timeout_ms + kDrainMarginMs));
     // The sockets it bound itself are refused at once (clients fail over now, instead of
@@ -470,6 +486,7 @@ void Daemon::stop_threads() {
 void Daemon::save_cache_file() {
     const std::string& path = config_.cache_file;
     if (path.empty()) return;
+    extend_stop_timeout(kSaveFloorMs + cache_->counters().entries * kSavePerEntryUs / 1000);
     const Result<uint64_t> dumped = cache::dump_cache(*cache_, path, monotonic_ms(), wall_ms());
     if (dumped) {
         log_info("saved %llu entries to %s", static_cast<unsigned long long>(*dumped),

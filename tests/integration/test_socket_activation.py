@@ -266,6 +266,34 @@ def test_drain_of_its_own_sockets_refuses_new_queries_at_once(daemon, fake_upstr
     client.close()
 
 
+def test_the_stop_asks_systemd_for_time_for_the_drain_and_the_save(daemon, fake_upstream, tmp_path):
+    """TimeoutStopSec= may be shorter than a drain (query-timeout) plus the cache file's
+    save: the daemon extends it (EXTEND_TIMEOUT_USEC) for each, so systemd does not SIGKILL
+    it while it saves."""
+    import socket as socketlib
+
+    notify = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_DGRAM)
+    notify_path = tmp_path / "notify.sock"
+    notify.bind(str(notify_path))
+    notify.settimeout(10)
+    cache_file = tmp_path / "cache.bin"
+    d = daemon(fake_upstream.addr, config=f'cache-file = "{cache_file}"\nstate-dir = "{tmp_path}"\n',
+               extra_env={"NOTIFY_SOCKET": str(notify_path)})
+    messages = []
+    while "READY=1" not in messages:
+        messages.append(notify.recv(4096).decode())
+    assert d.stop() == 0
+    after = []
+    while len(after) < 3:
+        after.append(notify.recv(4096).decode())
+    assert after[0] == "STOPPING=1", after
+    extends = [int(m.split("=", 1)[1]) for m in after[1:] if m.startswith("EXTEND_TIMEOUT_USEC=")]
+    assert len(extends) == 2, after
+    assert extends[0] >= 2_000_000 + 1_000_000  # the drain: query-timeout (2 s) and its margin
+    assert extends[1] >= 10_000_000  # the save
+    notify.close()
+
+
 def test_a_second_sigterm_ends_the_drain_at_once_and_still_saves_the_cache(daemon, fake_upstream, tmp_path):
     import signal
 
