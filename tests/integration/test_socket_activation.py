@@ -231,13 +231,13 @@ def test_drain_of_its_own_sockets_refuses_new_queries_at_once(daemon, fake_upstr
 
     fake_upstream.add("slow.fake.test.", "A", 300, "192.0.2.99")
     fake_upstream.add("www.fake.test.", "A", 300, "192.0.2.10")
-    fake_upstream.delays["slow.fake.test."] = 2000
+    fake_upstream.delays["slow.fake.test."] = 1500  # within the retry timeout
     d = daemon(fake_upstream.addr)
     assert a_addrs(udp(d.port, "www.fake.test.")) == ["192.0.2.10"]
     client = socketlib.socket(socketlib.AF_INET, socketlib.SOCK_DGRAM)
     client.settimeout(10)
     client.sendto(make_query("slow.fake.test.", "A").to_wire(), ("127.0.0.1", d.port))
-    assert wait_until(lambda: fake_upstream.count(name="slow.fake.test.") == 1)
+    assert wait_until(lambda: fake_upstream.count(name="slow.fake.test.") >= 1)
     d.stopped_by_test = True
     os.kill(d.pid, signal.SIGTERM)
     assert wait_until(lambda: "draining" in d.stderr_text()), d.stderr_text()
