@@ -7,7 +7,9 @@
 //
 // Liveness is each event loop's heartbeat: a loop stores its clock's time at least every
 // kHeartbeatIntervalMs (a timer of its own, so an idle loop beats too); one that has not beaten
-// for kHeartbeatStaleMs is wedged (a busy loop, a deadlock), and /health says so.
+// for kHeartbeatStaleMs is wedged (a busy loop, a deadlock), and /health says so. A loop that
+// has finished on purpose (a worker done with its drain, while others still drain) stores
+// kHeartbeatFinished instead: no beat is due from it, and it is no failure.
 #pragma once
 
 #include <atomic>
@@ -19,6 +21,7 @@ enum class ReadinessState : uint8_t { Starting, Ready, Draining };
 
 inline constexpr uint64_t kHeartbeatIntervalMs = 1000;
 inline constexpr uint64_t kHeartbeatStaleMs = 5000;
+inline constexpr uint64_t kHeartbeatFinished = UINT64_MAX;
 
 class Readiness {
   public:

@@ -51,8 +51,13 @@ void ControlConnection::on_event(uint32_t events) {
 }
 
 bool ControlConnection::request_complete(bool peer_done) const {
-    return peer_done || in_.size() >= kMaxRequest ||
-           in_.find(terminator(kind_)) != std::string::npos;
+    if (peer_done || in_.size() >= kMaxRequest ||
+        in_.find(terminator(kind_)) != std::string::npos) {
+        return true;
+    }
+    // HTTP clients that end lines with a bare LF (RFC 9112 2.2 lets a server accept them),
+    // answered at their blank line rather than at the deadline.
+    return kind_ != ConnectionKind::Control && in_.find("\n\n") != std::string::npos;
 }
 
 void ControlConnection::read_request() {

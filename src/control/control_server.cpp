@@ -274,7 +274,9 @@ void ControlServer::adopt(ConnectionKind kind, int fd) {
     }
     *slot = std::make_unique<ControlConnection>(static_cast<ConnectionOwner&>(*this), loop_, kind,
                                                 fd, id);
-    if (!(*slot)->start(loop_.now_ms() + options_.client_deadline_ms)) {
+    const uint32_t deadline_ms =
+        kind == ConnectionKind::Control ? options_.client_deadline_ms : options_.http_deadline_ms;
+    if (!(*slot)->start(loop_.now_ms() + deadline_ms)) {
         connections_.remove(id);
         return;
     }

@@ -56,6 +56,9 @@ struct ControlOptions {
     TakeoverHooks takeover;
     // From accept to the last byte of the answer; a slower client is closed.
     uint32_t client_deadline_ms = 5000;
+    // The same for the metrics and health endpoints: shorter, so that idle connections (a
+    // port scan, a stuck client) cannot hold the max_clients slots from probes for long.
+    uint32_t http_deadline_ms = 2000;
     // Clients served at once per socket; more are turned away.
     size_t max_clients = 16;
     // A listening control socket given to this process (InheritedSockets "control"): served

@@ -6,7 +6,8 @@ namespace nscache::control {
 HealthReply liveness(const HealthSources& sources, uint64_t now_ms) {
     for (size_t i = 0; i < sources.loops.size(); ++i) {
         const uint64_t beat = sources.loops[i].heartbeat_ms.load(std::memory_order_relaxed);
-        if (beat != 0 && now_ms > beat && now_ms - beat > kHeartbeatStaleMs) {
+        if (beat == 0 || beat == kHeartbeatFinished) continue;  // not started, or done
+        if (now_ms > beat && now_ms - beat > kHeartbeatStaleMs) {
             return {503, "worker " + std::to_string(i) + " stalled for " +
                              std::to_string(now_ms - beat) + " ms\n"};
         }

@@ -16,7 +16,7 @@ namespace nscache::control {
 struct HealthSources {
     const Readiness* readiness = nullptr;  // null: always starting
     // The blocks whose heartbeat_ms is checked (the DNS workers'); 0 in one means its loop
-    // has not run yet, which is no failure.
+    // has not run yet, kHeartbeatFinished that it has finished its drain: neither is a failure.
     std::span<const WorkerCounters> loops;
 };
 

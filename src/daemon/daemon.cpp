@@ -92,6 +92,19 @@ constexpr uint64_t kGoneLockWaitMs = 60'000;
 // What a drain may take past query-timeout: the last answers written, the loops' turns.
 constexpr uint64_t kDrainMarginMs = 1000;
 
+// What the cache file's save may take: a floor, and per entry ten times the dump's measured
+// cost (about 0.7 us per entry, bench/RESULTS.md) for a slow or busy disk.
+constexpr uint64_t kSaveFloorMs = 10'000;
+constexpr uint64_t kSavePerEntryUs = 7;
+
+// Under systemd, asks for `ms` more before the stop timeout (TimeoutStopSec=) may kill us:
+// the drain and the save can outlast it, and a SIGKILL during the save loses the cache file's
+// update. No effect without $NOTIFY_SOCKET.
+void extend_stop_timeout(uint64_t ms) {
+    const std::string state = "EXTEND_TIMEOUT_USEC=" + std::to_string(ms * 1000);
+    sd_notify(state.c_str());
+}
+
 }  // namespace
 
 void block_daemon_signals() {
@@ -235,37 +248,8 @@ void Daemon::build_settings() {
 }
 
 Result<void> Daemon::open_sockets() {
-    if (auto opened = server::open_listen_sockets(config_, config_.threads, sockets_, &inherited_);
-        !opened) {
-        return opened;
-    }
-    if (!handover_) return {};
-    // A takeover serves the running instance's sockets; `listen` addresses it did not have
-    // are bound here, beside them (SO_REUSEPORT, one per worker).
-    Config missing = config_;
-    missing.listen.clear();
-    for (const SocketAddress& wanted : config_.listen) {
-        const bool served = std::any_of(
-            sockets_.addresses.begin(), sockets_.addresses.end(), [&](const SocketAddress& a) {
-                SocketAddress any_port = a;
-                any_port.set_port(0);
-                return wanted.port() == 0 ? any_port == wanted : a == wanted;
-            });
-        if (!served) missing.listen.push_back(wanted);
-    }
-    if (missing.listen.empty()) return {};
-    server::ListenSockets more;
-    if (auto opened = server::open_listen_sockets(missing, config_.threads, more); !opened) {
-        if (config_.listen_is_default) return {};  // e.g. no IPv6 loopback: as without takeover
-        return opened;
-    }
-    for (unsigned w = 0; w < config_.threads; ++w) {
-        sockets_.udp[w].insert(sockets_.udp[w].end(), more.udp[w].begin(), more.udp[w].end());
-        sockets_.tcp[w].insert(sockets_.tcp[w].end(), more.tcp[w].begin(), more.tcp[w].end());
-    }
-    sockets_.addresses.insert(sockets_.addresses.end(), more.addresses.begin(),
-                              more.addresses.end());
-    return {};
+    // Socket activation or a takeover: the given sockets, and what `listen` adds to them.
+    return server::open_listen_sockets(config_, config_.threads, sockets_, &inherited_);
 }
 
 Result<void> Daemon::find_user() {
@@ -434,6 +418,7 @@ void Daemon::start_threads() {
         workers_.push_back(std::make_unique<server::Worker>(
             i, *shared_, counters_[i], sockets_.udp[i], sockets_.tcp[i], settings_));
         workers_.back()->set_shared_listeners(sockets_.shared);
+        workers_.back()->set_private_listeners(sockets_.bound_here);
         resolver_shared_->queues.push_back(&workers_.back()->completion_queue());
     }
     sockets_given_ = true;
@@ -495,6 +480,7 @@ void Daemon::run() {
         // No offer from here on: the drain closes the sockets an offer would duplicate.
         MutexLock lock(offer_mu_);
         stopping_ = true;
+        own_sockets_private_ = !offer_made_;
     }
     log_info("shutting down (%s)", supervisor_->stopped_by_request() ? "taken over"
                                    : signal_number == SIGINT         ? "SIGINT"
@@ -509,19 +495,30 @@ void Daemon::stop_threads() {
     // Queries already read are answered: upstream queries within query-timeout, and a margin
     // for the answers to be written.
     const uint64_t deadline = monotonic_ms() + config_.query_timeout_ms + kDrainMarginMs;
+    // The wait below ends at most a margin past the workers' deadline; a margin more for the
+    // threads' joins and the control server's stop.
+    extend_stop_timeout(config_.query_timeout_ms + 3 * kDrainMarginMs);
     log_info("draining: no new queries read, answering those read (at most %u ms)",
              static_cast<unsigned>(config_.query_timeout_ms + kDrainMarginMs));
-    for (auto& w : workers_) w->request_drain(deadline);
-    const bool drained = supervisor_->wait_until(
+    // The sockets it bound itself are refused at once (clients fail over now, instead of
+    // after their timeout) unless a takeover offer gave them to another process.
+    for (auto& w : workers_) w->request_drain(deadline, own_sockets_private_);
+    const Supervisor::WaitEnd end = supervisor_->wait_until(
         [this] { return workers_done_.load(std::memory_order_acquire) == workers_.size(); },
         deadline + kDrainMarginMs);
-    if (drained) {
+    if (end == Supervisor::WaitEnd::Done) {
         log_info("drained in %llu ms",
                  static_cast<unsigned long long>(monotonic_ms() + config_.query_timeout_ms +
                                                  kDrainMarginMs - deadline));
-    } else {
+    } else if (end == Supervisor::WaitEnd::SecondSignal) {
         // Documented: a second SIGTERM stops at once; the cache file is still saved.
         log_warning("drain cut short by a second signal: queries not yet answered are dropped");
+    } else {
+        // A worker past its own deadline (each stops at `deadline`): a wedged loop.
+        log_warning(
+            "drain not done %u ms after its deadline: stopping the workers, queries "
+            "not yet answered are dropped",
+            static_cast<unsigned>(kDrainMarginMs));
     }
     for (auto& w : workers_) w->request_stop();
     for (auto& t : threads_) t.join();
@@ -536,6 +533,7 @@ void Daemon::stop_threads() {
 void Daemon::save_cache_file() {
     const std::string& path = config_.cache_file;
     if (path.empty()) return;
+    extend_stop_timeout(kSaveFloorMs + cache_->counters().entries * kSavePerEntryUs / 1000);
     const Result<uint64_t> dumped = cache::dump_cache(*cache_, path, monotonic_ms(), wall_ms());
     if (dumped) {
         log_info("saved %llu entries to %s", static_cast<unsigned long long>(*dumped),

@@ -131,6 +131,11 @@ class Daemon {
     // Held for the dups and a flag, never for the cache's dump.
     Mutex offer_mu_;
     bool stopping_ NSCACHE_GUARDED_BY(offer_mu_) = false;
+    // An offer duplicated the DNS sockets: another process may hold them from then on.
+    bool offer_made_ NSCACHE_GUARDED_BY(offer_mu_) = false;
+    // At the drain: no other process holds the sockets this one bound (no offer was made),
+    // so the drain refuses new queries on them (Worker::request_drain).
+    bool own_sockets_private_ = true;
     RuntimeLock runtime_lock_;
     uint64_t started_ms_ = 0;
     // Starting, ready (announce_ready), draining (run's end): /ready tells it.

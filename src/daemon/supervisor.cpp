@@ -142,15 +142,16 @@ int Supervisor::run() {
     return stop_signal_;
 }
 
-bool Supervisor::wait_until(const std::function<bool()>& done, uint64_t deadline_ms) {
+Supervisor::WaitEnd Supervisor::wait_until(const std::function<bool()>& done,
+                                           uint64_t deadline_ms) {
     // The first signal ended run(); any other (even one read in the same batch) ends this.
     while (!done()) {
-        if (stop_signals_ > 1) return false;
+        if (stop_signals_ > 1) return WaitEnd::SecondSignal;
         const uint64_t now = monotonic_ms();
-        if (now >= deadline_ms) return false;
+        if (now >= deadline_ms) return WaitEnd::Deadline;
         loop_.run_once(static_cast<int>(std::min<uint64_t>(deadline_ms - now, 1000)));
     }
-    return true;
+    return WaitEnd::Done;
 }
 
 void Supervisor::on_event(uint32_t) {

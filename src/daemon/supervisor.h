@@ -74,9 +74,10 @@ class Supervisor final : public EventHandler {
     bool run_once(int max_wait_ms);
 
     // After run(), while the workers drain: runs the loop (signals only) until `done()`, a
-    // further SIGTERM or SIGINT, or `deadline_ms` (monotonic); true when `done()` ended it.
-    // Whoever makes done() true calls wake().
-    bool wait_until(const std::function<bool()>& done, uint64_t deadline_ms);
+    // further SIGTERM or SIGINT, or `deadline_ms` (monotonic), and says which ended it (the
+    // log names the cause). Whoever makes done() true calls wake().
+    enum class WaitEnd { Done, SecondSignal, Deadline };
+    WaitEnd wait_until(const std::function<bool()>& done, uint64_t deadline_ms);
     // Any thread: wait_until() checks done() again.
     void wake() { loop_.wake(); }
 

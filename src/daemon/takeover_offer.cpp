@@ -66,6 +66,7 @@ Result<std::vector<control::NamedFd>> Daemon::takeover_offer() {
 std::optional<std::vector<control::NamedFd>> Daemon::duplicate_for_offer() {
     MutexLock lock(offer_mu_);
     if (stopping_) return std::nullopt;
+    offer_made_ = true;  // the sockets are duplicated below, whatever becomes of the offer
     std::vector<control::NamedFd> offer;
     auto add = [&offer](const char* name, int fd) {
         if (fd >= 0) offer.push_back({name, fd});

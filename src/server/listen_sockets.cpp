@@ -158,11 +158,78 @@ Result<void> adopt_inherited(unsigned workers, InheritedSockets& inherited, List
                 }
                 return Error{"cannot duplicate an inherited socket: " + error};
             }
-            if (udp) out.addresses.push_back(address);
+            (udp ? out.udp_addresses : out.tcp_addresses).push_back(address);
             log_info("listening on %s %s", udp ? "udp" : "tcp", address.to_string().c_str());
         }
     }
     out.shared = true;
+    return {};
+}
+
+bool is_unspecified(const SocketAddress& a) {
+    if (a.family() == AF_INET) {
+        return reinterpret_cast<const sockaddr_in*>(&a.storage)->sin_addr.s_addr == INADDR_ANY;
+    }
+    return IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6*>(&a.storage)->sin6_addr);
+}
+
+// The served socket that already answers `wanted` (port 0: any port on its address), or
+// null. One bound to the unspecified address of the family on that port covers every
+// address: binding beside it would fail (EADDRINUSE) and would add nothing.
+const SocketAddress* covering(const SocketAddress& wanted,
+                              const std::vector<SocketAddress>& served) {
+    for (const SocketAddress& a : served) {
+        if (a.family() != wanted.family()) continue;
+        SocketAddress any_port = a;
+        any_port.set_port(0);
+        if (wanted.port() == 0 ? any_port == wanted : a == wanted) return &a;
+        if (is_unspecified(a) && (wanted.port() == 0 || a.port() == wanted.port())) return &a;
+    }
+    return nullptr;
+}
+
+std::string join(const std::vector<std::string>& items) {
+    std::string text;
+    for (const std::string& item : items) text += (text.empty() ? "" : ", ") + item;
+    return text.empty() ? "none" : text;
+}
+
+// Binds `address` for the protocols asked, one SO_REUSEPORT socket per worker each. `skipped`:
+// a default address the machine lacks (no IPv6 loopback), with a warning.
+Result<void> bind_address(SocketAddress address, bool udp, bool tcp, bool is_default,
+                          unsigned workers, ListenSockets& out, std::vector<std::string>& bound) {
+    std::string error;
+    if (address.port() == 0) {
+        if (auto resolved = resolve_port_zero(address); !resolved) return resolved;
+    }
+    std::vector<int> types;
+    if (udp) types.push_back(SOCK_DGRAM);
+    if (tcp) types.push_back(SOCK_STREAM);
+    for (int type : types) {
+        if (port_is_free(address, type, error)) continue;
+        if (is_default && address.family() == AF_INET6) {
+            log_warning("skipping %s: %s", address.to_string().c_str(), error.c_str());
+            return {};
+        }
+        return Error{std::string("cannot bind ") + type_name(type) + " " + address.to_string() +
+                     ": " + error};
+    }
+    for (unsigned w = 0; w < workers; ++w) {
+        for (int type : types) {
+            const int fd = open_socket(address, type, true, error);
+            if (fd < 0) {
+                return Error{std::string("cannot bind ") + type_name(type) + " " +
+                             address.to_string() + ": " + error};
+            }
+            (type == SOCK_DGRAM ? out.udp : out.tcp)[w].push_back(fd);
+            out.bound_here.push_back(fd);
+        }
+    }
+    for (int type : types) {
+        (type == SOCK_DGRAM ? out.udp_addresses : out.tcp_addresses).push_back(address);
+        log_info("listening on %s %s", type_name(type), address.to_string().c_str());
+        bound.push_back(std::string(type_name(type)) + " " + address.to_string());
+    }
     return {};
 }
 
@@ -177,53 +244,46 @@ void ListenSockets::close_all() {
         }
         group->clear();
     }
+    bound_here.clear();
 }
 
 Result<void> open_listen_sockets(const Config& config, unsigned workers, ListenSockets& out,
                                  InheritedSockets* inherited) {
     out.udp.assign(workers, {});
     out.tcp.assign(workers, {});
-    if (inherited != nullptr &&
-        (inherited->has(InheritedSockets::kDnsUdp) || inherited->has(InheritedSockets::kDnsTcp))) {
-        return adopt_inherited(workers, *inherited, out);
+    const bool given = inherited != nullptr && (inherited->has(InheritedSockets::kDnsUdp) ||
+                                                inherited->has(InheritedSockets::kDnsTcp));
+    if (given) {
+        if (auto adopted = adopt_inherited(workers, *inherited, out); !adopted) return adopted;
+        std::vector<std::string> served;
+        for (const auto& a : out.udp_addresses) served.push_back("udp " + a.to_string());
+        for (const auto& a : out.tcp_addresses) served.push_back("tcp " + a.to_string());
+        log_info("serving the given DNS sockets: %s", join(served).c_str());
+        // The socket units stand in for the default `listen` (they are made for it): only
+        // addresses the configuration names are added to them.
+        if (config.listen_is_default) {
+            log_info("listen is the default: no address bound beside the given sockets");
+            return {};
+        }
     }
+    std::vector<std::string> bound;
     for (SocketAddress address : config.listen) {
-        std::string error;
-        if (address.port() == 0) {
-            if (auto resolved = resolve_port_zero(address); !resolved) {
-                out.close_all();
-                return resolved;
-            }
+        const SocketAddress* udp = covering(address, out.udp_addresses);
+        const SocketAddress* tcp = covering(address, out.tcp_addresses);
+        if (udp != nullptr && tcp != nullptr) continue;
+        // Port 0 is one port for both protocols: the one a given socket has, if any.
+        if (address.port() == 0 && (udp != nullptr || tcp != nullptr)) {
+            address.set_port((udp != nullptr ? udp : tcp)->port());
         }
-        bool skipped = false;
-        for (int type : {SOCK_DGRAM, SOCK_STREAM}) {
-            if (port_is_free(address, type, error)) continue;
-            if (config.listen_is_default && address.family() == AF_INET6) {
-                log_warning("skipping %s: %s", address.to_string().c_str(), error.c_str());
-                skipped = true;
-                break;
-            }
+        if (auto opened = bind_address(address, udp == nullptr, tcp == nullptr,
+                                       config.listen_is_default, workers, out, bound);
+            !opened) {
             out.close_all();
-            return Error{std::string("cannot bind ") + type_name(type) + " " + address.to_string() +
-                         ": " + error};
+            return opened;
         }
-        if (skipped) continue;
-        for (unsigned w = 0; w < workers; ++w) {
-            for (int type : {SOCK_DGRAM, SOCK_STREAM}) {
-                const int fd = open_socket(address, type, true, error);
-                if (fd < 0) {
-                    out.close_all();
-                    return Error{std::string("cannot bind ") + type_name(type) + " " +
-                                 address.to_string() + ": " + error};
-                }
-                (type == SOCK_DGRAM ? out.udp : out.tcp)[w].push_back(fd);
-            }
-        }
-        out.addresses.push_back(address);
-        log_info("listening on udp %s", address.to_string().c_str());
-        log_info("listening on tcp %s", address.to_string().c_str());
     }
-    if (out.addresses.empty()) {
+    if (given) log_info("listen addresses bound beside them: %s", join(bound).c_str());
+    if (out.udp_addresses.empty() && out.tcp_addresses.empty()) {
         out.close_all();
         return Error{"no address to listen on"};
     }

@@ -19,18 +19,25 @@
 namespace nscache::server {
 
 struct ListenSockets {
-    std::vector<SocketAddress> addresses;  // as bound: port 0 replaced by the real port
-    std::vector<std::vector<int>> udp;     // [worker][address]
-    std::vector<std::vector<int>> tcp;     // [worker][address]
+    // What is served, as bound or given: port 0 replaced by the real port.
+    std::vector<SocketAddress> udp_addresses;
+    std::vector<SocketAddress> tcp_addresses;
+    std::vector<std::vector<int>> udp;  // [worker][address]
+    std::vector<std::vector<int>> tcp;  // [worker][address]
     // The sockets were given (inherited): the workers share them (EPOLLEXCLUSIVE).
     bool shared = false;
+    // The descriptors this process bound itself (every worker's), not given: no other process
+    // holds them unless a takeover offer duplicated them (Worker::set_private_listeners).
+    std::vector<int> bound_here;
 
     void close_all();
 };
 
 // Fails (the caller exits 1) when an address cannot be bound, saying which and why. A default
 // address the machine lacks (no IPv6 loopback) is skipped with a warning. With DNS sockets in
-// `inherited` it takes them (config.listen is not bound) and binds nothing.
+// `inherited` (socket activation, or a takeover's handed sockets) it takes them, then binds
+// each address and protocol of an explicit `listen` that none of them serves (a default
+// `listen` adds nothing to given sockets), and logs which were given and which bound.
 Result<void> open_listen_sockets(const Config& config, unsigned workers, ListenSockets& out,
                                  InheritedSockets* inherited = nullptr);
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "server/udp_socket.h"
 
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -38,6 +39,23 @@ UdpSocket::UdpSocket(int fd, uint16_t index, QueryPipeline& pipeline, size_t max
         later_msgs_[i].msg_hdr.msg_iov = &later_iov_[i];
         later_msgs_[i].msg_hdr.msg_iovlen = 1;
     }
+}
+
+bool UdpSocket::refuse_new_queries() {
+    sockaddr_storage own{};
+    socklen_t length = sizeof own;
+    if (getsockname(fd_, reinterpret_cast<sockaddr*>(&own), &length) != 0) return false;
+    const bool unspecified =
+        own.ss_family == AF_INET
+            ? reinterpret_cast<const sockaddr_in*>(&own)->sin_addr.s_addr == htonl(INADDR_ANY)
+            : IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6*>(&own)->sin6_addr);
+    if (unspecified) return false;
+    return connect(fd_, reinterpret_cast<const sockaddr*>(&own), length) == 0;
+}
+
+bool UdpSocket::has_queued() const {
+    char byte;
+    return recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) >= 0;
 }
 
 UdpSocket::~UdpSocket() {

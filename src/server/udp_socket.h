@@ -27,6 +27,17 @@ class UdpSocket final : public EventHandler {
     // (or at once when the queue is full).
     void send_later(const sockaddr* peer, socklen_t peer_len, std::span<const uint8_t> reply);
     void flush_later_replies();
+    // The drain of a socket no other process holds: from now on the kernel finds no socket
+    // for new queries and answers them with ICMP port unreachable (the client's resolver
+    // tries its next server at once), while this one still sends the answers to queries it
+    // has read and reads those queued before. How: connect() to its own address, so that
+    // only datagrams from itself would match it (a connected member of an SO_REUSEPORT group
+    // is skipped for other peers, Linux 5.x udp4_lib_lookup2). shutdown(SHUT_RD) would not
+    // do: the kernel still queues datagrams for it, silently. False (nothing changed) for a
+    // socket bound to the unspecified address, whose connect() would fix a source address.
+    bool refuse_new_queries();
+    // Something is queued to read (refuse_new_queries(): the rest of what came before).
+    bool has_queued() const;
 
   private:
     static constexpr int kBatch = 32;

@@ -45,7 +45,17 @@ Worker::Worker(uint32_t index, ServerShared& shared, WorkerCounters& counters,
 Worker::~Worker() {
     tcp_.close_all();
     acceptors_.clear();
-    for (int fd : tcp_fds_) close(fd);
+    for (int fd : tcp_fds_) {
+        if (fd >= 0) close(fd);
+    }
+}
+
+void Worker::set_private_listeners(const std::vector<int>& fds) {
+    auto is_private = [&fds](int fd) { return std::find(fds.begin(), fds.end(), fd) != fds.end(); };
+    udp_private_.assign(udp_.size(), false);
+    for (size_t i = 0; i < udp_.size(); ++i) udp_private_[i] = is_private(udp_[i]->fd());
+    tcp_private_.assign(tcp_fds_.size(), false);
+    for (size_t i = 0; i < tcp_fds_.size(); ++i) tcp_private_[i] = is_private(tcp_fds_[i]);
 }
 
 // Clients outside `allow` are closed at once, before they cost a connection slot or a byte of
@@ -80,11 +90,13 @@ void Worker::run() {
     loop_.refresh_now();
     beat();
     loop_.run([this] { on_wake(); });
+    set_level(counters_.heartbeat_ms, kHeartbeatFinished);
     tcp_.close_all();
 }
 
 // A timer of its own, so that an idle loop beats too; a wedged one stops (/health fails).
 void Worker::beat() {
+    if (drained_) return;
     set_level(counters_.heartbeat_ms, loop_.now_ms());
     loop_.add_timer(loop_.now_ms() + kHeartbeatIntervalMs, [this] { beat(); });
 }
@@ -99,20 +111,35 @@ void Worker::on_wake() {
     if (!draining_ && drain_deadline_ms_.load(std::memory_order_acquire) != 0) start_drain();
 }
 
-void Worker::request_drain(uint64_t deadline_ms) {
+void Worker::request_drain(uint64_t deadline_ms, bool refuse_private) {
+    refuse_private_.store(refuse_private, std::memory_order_relaxed);
     drain_deadline_ms_.store(deadline_ms == 0 ? 1 : deadline_ms, std::memory_order_release);
     loop_.wake();
 }
 
 void Worker::start_drain() {
     draining_ = true;
-    for (auto& registration : udp_registrations_) loop_.remove(registration);
-    for (auto& acceptor : acceptors_) acceptor->stop();
+    const bool refuse = refuse_private_.load(std::memory_order_relaxed);
+    for (size_t i = 0; i < udp_.size(); ++i) {
+        if (refuse && i < udp_private_.size() && udp_private_[i] && udp_[i]->refuse_new_queries()) {
+            refusing_.push_back(udp_[i].get());  // stays in the loop: its queue is read
+        } else if (i < udp_registrations_.size()) {
+            loop_.remove(udp_registrations_[i]);
+        }
+    }
+    for (size_t i = 0; i < acceptors_.size(); ++i) {
+        acceptors_[i]->stop();
+        // Clients waiting in its backlog are reset and those that come later refused, at
+        // once, instead of waiting for an accept that never comes.
+        if (refuse && i < tcp_private_.size() && tcp_private_[i]) {
+            close(tcp_fds_[i]);
+            tcp_fds_[i] = -1;
+        }
+    }
     tcp_.drain_all();
     drain_timer_ = loop_.add_timer(drain_deadline_ms_.load(std::memory_order_acquire), [this] {
         drain_timer_ = EventLoop::kNoTimer;
-        drained_ = true;
-        loop_.request_stop();
+        finish_drain();
     });
 }
 
@@ -124,8 +151,16 @@ void Worker::check_drained() {
         tcp_.size() != 0) {
         return;
     }
-    drained_ = true;
+    for (const UdpSocket* socket : refusing_) {
+        if (socket->has_queued()) return;
+    }
     loop_.cancel_timer(drain_timer_);
+    finish_drain();
+}
+
+void Worker::finish_drain() {
+    drained_ = true;
+    set_level(counters_.heartbeat_ms, kHeartbeatFinished);
     loop_.request_stop();
 }
 

@@ -40,12 +40,19 @@ class Worker final : public ReplySender {
     // Before run(): the listening sockets are shared with the other workers (inherited), so
     // they are polled with EPOLLEXCLUSIVE (one worker wakes per datagram or connection).
     void set_shared_listeners(bool shared) { shared_listeners_ = shared; }
+    // Before run(): which of its listening sockets this process bound itself (the others were
+    // given: systemd or another instance may hold them too).
+    void set_private_listeners(const std::vector<int>& fds);
     // Any thread: the worker stops reading new queries (its UDP sockets and TCP listeners
     // leave its epoll set: what is queued in them stays there, for the next process when the
     // sockets are shared), answers every query it has read (those waiting on upstream
     // queries, those read on open TCP connections, which then close), and run() returns once
     // nothing is left or at `deadline_ms` on the loop's clock, whichever comes first.
-    void request_drain(uint64_t deadline_ms);
+    // `refuse_private`: no other process holds the private listeners (no takeover offer
+    // duplicated them), so nothing queued in them would ever be read after this process: new
+    // queries are refused at once instead (TCP listeners closed, UDP sockets as
+    // UdpSocket::refuse_new_queries() says; what they had queued is still read and answered).
+    void request_drain(uint64_t deadline_ms, bool refuse_private = false);
     // Loop thread: request_drain() came and nothing is left to answer (or its deadline
     // passed): run() returns at the end of this turn.
     bool drained() const { return drained_; }
@@ -68,6 +75,9 @@ class Worker final : public ReplySender {
     void accept_tcp(int fd, const sockaddr_storage& peer, socklen_t length);
     void start_drain();
     void check_drained();
+    // The drain is over: the heartbeat says so (a finished loop is no stalled one for
+    // /health while the other workers drain on) and run() returns.
+    void finish_drain();
 
     SettingsPtr settings_;  // what this worker uses now; the pipeline points into it
     EventLoop loop_;
@@ -85,7 +95,12 @@ class Worker final : public ReplySender {
     bool draining_ = false;
     bool drained_ = false;
     EventLoop::TimerHandle drain_timer_ = EventLoop::kNoTimer;
-    std::vector<int> tcp_fds_;  // listening; closed after their listeners are gone
+    std::atomic<bool> refuse_private_{false};  // request_drain()'s, set before the deadline
+    std::vector<bool> udp_private_;            // by index of udp_
+    std::vector<bool> tcp_private_;            // by index of tcp_fds_
+    // UDP sockets still read during the drain (their queue, after refuse_new_queries()).
+    std::vector<UdpSocket*> refusing_;
+    std::vector<int> tcp_fds_;  // listening; closed after their listeners are gone (-1: closed)
     std::vector<std::unique_ptr<Listener>> acceptors_;
 };
 

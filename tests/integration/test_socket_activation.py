@@ -44,6 +44,23 @@ def test_serves_udp_tcp_and_control_on_inherited_sockets(daemon, fake_upstream, 
     assert os.path.exists(l.paths["control"])
 
 
+def test_listen_addresses_the_given_sockets_lack_are_bound_beside_them(daemon, fake_upstream, launcher):
+    """Socket units for 127.0.0.1 and a `listen` that also names 127.0.0.2: both are served
+    (the units must not silently replace the configured addresses)."""
+    fake_upstream.add("www.fake.test.", "A", 300, "192.0.2.10")
+    l = launcher()
+    d = l.start(daemon, fake_upstream.addr, listen=("127.0.0.1:0", "127.0.0.2:0"))
+    log = d.stderr_text()
+    assert f"serving the given DNS sockets: udp {l.address}, tcp {l.address}" in log, log
+    other = d.listening[("udp", "127.0.0.2")]
+    assert d.listening[("tcp", "127.0.0.2")] == other
+    assert f"listen addresses bound beside them: udp 127.0.0.2:{other}, tcp 127.0.0.2:{other}" in log, log
+    for host, port in (("127.0.0.1", l.port), ("127.0.0.2", other)):
+        assert a_addrs(udp(port, "www.fake.test.", host=host)) == ["192.0.2.10"]
+        assert a_addrs(tcp(port, "www.fake.test.", host=host)) == ["192.0.2.10"]
+    assert d.stop() == 0
+
+
 @pytest.mark.parametrize("sockets,threads", [(1, 3), (2, 2), (4, 2)])
 def test_several_workers_share_or_split_the_given_sockets(daemon, fake_upstream, launcher, sockets, threads):
     """One socket for three workers: shared (each polls it); as many as the workers (or a
@@ -199,6 +216,82 @@ def test_drain_answers_the_miss_in_flight_while_control_answers_and_fronts_are_c
     assert d.proc.wait(10) == 0
     assert "drained in" in d.stderr_text()
     client.close()
+
+
+def test_drain_of_its_own_sockets_refuses_new_queries_at_once(daemon, fake_upstream):
+    """Sockets the daemon bound itself (no socket activation, no takeover): once the drain
+    begins, a new UDP query is refused (ICMP port unreachable: ECONNREFUSED on a connected
+    socket, the stub's cue to try its next server) and a TCP connect too, instead of waiting
+    unread for query-timeout; the miss already in flight is still answered."""
+    import signal
+    import socket as socketlib
+
+    import dns.message
+    from dnshelpers import make_query, wait_until
+
+    fake_upstream.add("slow.fake.test.", "A", 300, "192.0.2.99")
+    fake_upstream.add("www.fake.test.", "A", 300, "192.0.2.10")
+    fake_upstream.delays["slow.fake.test."] = 1500  # within the retry timeout
+    d = daemon(fake_upstream.addr)
+    assert a_addrs(udp(d.port, "www.fake.test.")) == ["192.0.2.10"]
+    client = socketlib.socket(socketlib.AF_INET, socketlib.SOCK_DGRAM)
+    client.settimeout(10)
+    client.sendto(make_query("slow.fake.test.", "A").to_wire(), ("127.0.0.1", d.port))
+    assert wait_until(lambda: fake_upstream.count(name="slow.fake.test.") >= 1)
+    d.stopped_by_test = True
+    os.kill(d.pid, signal.SIGTERM)
+    assert wait_until(lambda: "draining" in d.stderr_text()), d.stderr_text()
+
+    def refused():
+        with socketlib.socket(socketlib.AF_INET, socketlib.SOCK_DGRAM) as late:
+            late.connect(("127.0.0.1", d.port))
+            late.settimeout(0.2)
+            late.send(make_query("www.fake.test.", "A").to_wire())
+            try:
+                late.recv(4096)
+                return False  # answered: not refused (yet)
+            except ConnectionRefusedError:
+                return d.proc.poll() is None  # refused by the draining daemon, not a gone one
+            except socketlib.timeout:
+                return False
+
+    assert wait_until(refused, timeout=1.0), "a UDP query during the drain was not refused"
+    assert d.proc.poll() is None, "exited before the miss in flight was answered"
+    with socketlib.socket(socketlib.AF_INET, socketlib.SOCK_STREAM) as late_tcp:
+        with pytest.raises(ConnectionRefusedError):
+            late_tcp.connect(("127.0.0.1", d.tcp_port))
+    reply = dns.message.from_wire(client.recvfrom(4096)[0])
+    assert [rd.address for rrset in reply.answer for rd in rrset] == ["192.0.2.99"]
+    assert d.proc.wait(10) == 0
+    client.close()
+
+
+def test_the_stop_asks_systemd_for_time_for_the_drain_and_the_save(daemon, fake_upstream, tmp_path):
+    """TimeoutStopSec= may be shorter than a drain (query-timeout) plus the cache file's
+    save: the daemon extends it (EXTEND_TIMEOUT_USEC) for each, so systemd does not SIGKILL
+    it while it saves."""
+    import socket as socketlib
+
+    notify = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_DGRAM)
+    notify_path = tmp_path / "notify.sock"
+    notify.bind(str(notify_path))
+    notify.settimeout(10)
+    cache_file = tmp_path / "cache.bin"
+    d = daemon(fake_upstream.addr, config=f'cache-file = "{cache_file}"\nstate-dir = "{tmp_path}"\n',
+               extra_env={"NOTIFY_SOCKET": str(notify_path)})
+    messages = []
+    while "READY=1" not in messages:
+        messages.append(notify.recv(4096).decode())
+    assert d.stop() == 0
+    after = []
+    while len(after) < 3:
+        after.append(notify.recv(4096).decode())
+    assert after[0] == "STOPPING=1", after
+    extends = [int(m.split("=", 1)[1]) for m in after[1:] if m.startswith("EXTEND_TIMEOUT_USEC=")]
+    assert len(extends) == 2, after
+    assert extends[0] >= 2_000_000 + 1_000_000  # the drain: query-timeout (2 s) and its margin
+    assert extends[1] >= 10_000_000  # the save
+    notify.close()
 
 
 def test_a_second_sigterm_ends_the_drain_at_once_and_still_saves_the_cache(daemon, fake_upstream, tmp_path):

@@ -210,6 +210,21 @@ TEST_F(ControlServerTest, HealthEndpointFollowsReadiness) {
               "HTTP/1.0 431 Request Header Fields Too Large");
 }
 
+// An idle HTTP client is closed at the endpoints' own deadline, not the control socket's,
+// and a head ended by bare LFs is answered at once.
+TEST_F(ControlServerTest, HealthClientsHaveAShorterDeadlineAndBareLfHeadsAreAnswered) {
+    const uint16_t port = free_tcp_port();
+    Readiness readiness;
+    options_.health_listen = parse_socket_address("127.0.0.1:" + std::to_string(port), {});
+    options_.health = HealthSources{&readiness, {}};
+    options_.client_deadline_ms = 60'000;  // would outlast the client's 10 s receive timeout
+    options_.http_deadline_ms = 300;
+    start();
+    EXPECT_EQ(status_line(http(port, "GET /health HTTP/1.0\n\n")), "HTTP/1.0 200 OK");
+    EXPECT_EQ(http(port, "GET /health HTTP/1.1\r\nHost: x\r\n"), "")
+        << "an unfinished head is closed unanswered at the deadline";
+}
+
 // One socket for both when health-listen is metrics-listen; metrics-allow then applies.
 TEST_F(ControlServerTest, HealthOnTheMetricsAddress) {
     const uint16_t port = free_tcp_port();

@@ -22,6 +22,15 @@ TEST(Health, LivenessFollowsTheHeartbeats) {
     EXPECT_EQ(stalled.body, "worker 1 stalled for 5001 ms\n");
 }
 
+// A loop that finished its drain (the others may drain on) is no stalled one.
+TEST(Health, AFinishedLoopIsNotStalled) {
+    WorkerCounters loops[2];
+    HealthSources sources{nullptr, loops};
+    loops[0].heartbeat_ms = kHeartbeatFinished;
+    loops[1].heartbeat_ms = 100'000;
+    EXPECT_EQ(liveness(sources, 100'000 + kHeartbeatStaleMs).status, 200);
+}
+
 TEST(Health, ReadinessIsReadyAndLive) {
     WorkerCounters loops[1];
     Readiness state;

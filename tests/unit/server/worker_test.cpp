@@ -4,13 +4,17 @@
 #include "server/worker.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <functional>
 #include <string>
 
 #include "../upstream/upstream_test_support.h"
+#include "common/readiness.h"
+#include "control/health.h"
 #include "fake_clock.h"
 #include "server_test_support.h"
 #include "upstream/routing.h"
@@ -311,6 +315,66 @@ TEST(WorkerDrain, TheDeadlineEndsADrainThatWouldWaitLonger) {
     h.turns(1);
     EXPECT_TRUE(h.worker.drained());
     close(client);
+}
+
+// A worker done with its drain beats no more while others may drain on for query-timeout:
+// /health must not call it stalled.
+TEST(WorkerDrain, ADrainedWorkerIsNoStalledOneForHealth) {
+    WorkerHarness h;
+    h.counters.heartbeat_ms = h.clock.now_ms();  // as its last beat before the drain
+    h.worker.request_drain(h.worker.loop().now_ms() + 3000);
+    ASSERT_TRUE(h.turn_until([&] { return h.worker.drained(); }));
+    h.clock.advance_ms(3 * kHeartbeatStaleMs);
+    h.turns(1);
+    const control::HealthSources sources{nullptr, std::span<const WorkerCounters>(&h.counters, 1)};
+    EXPECT_EQ(control::liveness(sources, h.clock.now_ms()).body, "ok\n");
+}
+
+// Sockets this process bound itself, which no other process holds: the drain refuses new
+// queries at once (ICMP port unreachable: the stub tries its next server now, not after its
+// timeout; TCP: refused), while the miss already read is still answered through the socket.
+TEST(WorkerDrain, PrivateSocketsRefuseNewQueriesAndStillAnswerTheMissInFlight) {
+    WorkerHarness h;
+    h.worker.set_private_listeners({h.udp_fd, h.tcp_fd});
+    h.cache_a("www.example.test");
+    const int client = loopback_client(SOCK_DGRAM, h.udp_port);
+    const auto q = query("miss.example.test", dns::rtype::A, 0x7575);
+    ASSERT_EQ(send(client, q.data(), q.size(), 0), static_cast<ssize_t>(q.size()));
+    std::optional<ManualUpstream::Received> asked;
+    ASSERT_TRUE(h.turn_until([&] { return (asked = h.upstream.take_udp()).has_value(); }));
+    // Queued as the drain begins: read and answered all the same.
+    const int queued = loopback_client(SOCK_DGRAM, h.udp_port);
+    const auto hit = query("www.example.test", dns::rtype::A, 0x7676);
+    ASSERT_EQ(send(queued, hit.data(), hit.size(), 0), static_cast<ssize_t>(hit.size()));
+    h.worker.request_drain(h.worker.loop().now_ms() + 3000, /*refuse_private=*/true);
+    std::optional<std::vector<uint8_t>> hit_answer;
+    ASSERT_TRUE(h.turn_until([&] { return (hit_answer = recv_now(queued)).has_value(); }));
+    EXPECT_EQ(id_of(*hit_answer), 0x7676);
+    EXPECT_FALSE(h.worker.drained());
+
+    const int late = loopback_client(SOCK_DGRAM, h.udp_port);
+    const auto late_query = query("www.example.test", dns::rtype::A, 0x7777);
+    ASSERT_EQ(send(late, late_query.data(), late_query.size(), 0),
+              static_cast<ssize_t>(late_query.size()));
+    char byte;
+    EXPECT_EQ(recv(late, &byte, 1, MSG_DONTWAIT), -1);
+    EXPECT_EQ(errno, ECONNREFUSED) << "a query sent during the drain was not refused";
+    const int late_tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(h.tcp_port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_NE(connect(late_tcp, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(errno, ECONNREFUSED);
+
+    h.upstream.reply_udp(*asked, upstream::testing::answer_to(
+                                     asked->msg, 0, 1, upstream::testing::a_record(300, 42)));
+    std::optional<std::vector<uint8_t>> answer;
+    ASSERT_TRUE(h.turn_until([&] { return (answer = recv_now(client)).has_value(); }));
+    EXPECT_EQ(id_of(*answer), 0x7575);
+    EXPECT_EQ((*answer)[answer->size() - 1], 42);
+    ASSERT_TRUE(h.turn_until([&] { return h.worker.drained(); }));
+    for (int fd : {client, queued, late, late_tcp}) close(fd);
 }
 
 TEST(WorkerDrain, AnIdleWorkerIsDrainedAtOnceAndStopsAcceptingTcp) {
