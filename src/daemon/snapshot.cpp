@@ -86,6 +86,8 @@ cache::NameSet local_answer_names(const upstream::Routing& routing) {
     cache::NameSet names;
     for (const std::string& name : routing.local_names()) names.add_name(bytes(name));
     for (const std::string& zone : routing.local_zones()) names.add_subtree(bytes(zone));
+    // A [[forward]] domain under a local zone (cluster.local under local) is not local.
+    for (const std::string& domain : routing.forward_domains()) names.add_exception(bytes(domain));
     for (const char* chaos : {"version.bind.", "version.server.", "id.server.", "hostname.bind."}) {
         const dns::NameBuffer name = *dns::name_from_text(chaos);
         names.add_name(name.view());

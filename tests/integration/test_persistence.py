@@ -272,3 +272,33 @@ def test_loaded_entries_are_clamped_by_max_ttl(daemon, fake_upstream, tmp_path):
     r = udp(d3.port, "long.fake.test")
     assert fake_upstream.count(name="long.fake.test") == 1, "the loaded entry was not used"
     assert answer_ttl(r) <= 60, f"TTL {answer_ttl(r)} after load, above max-ttl = 60"
+
+
+
+def _rule_config(upstream, cluster, cache_file, caps=""):
+    return (f'upstream = ["{upstream.addr}"]\ncache-file = "{cache_file}"\n'
+            f'\n[[forward]]\ndomains = ["cluster.local"]\nupstreams = ["{cluster.addr}"]\n{caps}')
+
+
+def test_a_forward_rule_under_a_local_zone_keeps_its_entries(daemon, fake_upstream, make_fake,
+                                                              tmp_path, nscache):
+    """cluster.local is under the local zone "local" (RFC 6762), but a [[forward]] rule sends
+    it upstream: its entries were left out of the cache file at start (and flushed at every
+    reload) as if the daemon answered them itself."""
+    cluster = make_fake()
+    cluster.add("svc.cluster.local.", "A", 3600, "10.96.0.1")
+    cache_file = tmp_path / "rule.cache"
+    config = _rule_config(fake_upstream, cluster, cache_file)
+    d1 = daemon([], config=config)
+    assert a_addrs(udp(d1.port, "svc.cluster.local")) == ["10.96.0.1"]
+    assert d1.stop() == 0, d1.stderr_text()
+    d2 = daemon([], config=config)
+    assert re.search(r"loaded 1 entries", d2.stderr_text()), d2.stderr_text()
+    assert a_addrs(udp(d2.port, "svc.cluster.local")) == ["10.96.0.1"]
+    assert cluster.count(name="svc.cluster.local.") == 1, "the loaded entry was not used"
+    r = subprocess.run([nscache, "reload", "--control", d2.control], capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert a_addrs(udp(d2.port, "svc.cluster.local")) == ["10.96.0.1"]
+    assert cluster.count(name="svc.cluster.local.") == 1, "a reload flushed the rule's entries"
+
