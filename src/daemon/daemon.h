@@ -24,10 +24,11 @@
 #include <vector>
 
 #include "cache/cache.h"
+#include "cache/cache_file.h"
 #include "common/counters.h"
 #include "common/inherited_sockets.h"
-#include "common/readiness.h"
 #include "common/mutex.h"
+#include "common/readiness.h"
 #include "common/result.h"
 #include "common/runtime_lock.h"
 #include "config/config.h"
@@ -113,9 +114,9 @@ class Daemon {
     // The control thread's side of a takeover by another instance (takeover_offer.cpp).
     Result<std::vector<control::NamedFd>> takeover_offer();
     void drain_for_takeover();
-    // The cache a running instance handed over, into the cache (but for `local`, what the
-    // routing answers itself): true if loaded.
-    bool load_handed_cache(const cache::NameSet& local);
+    // The cache a running instance handed over, into the cache (under `options`: what the
+    // routing answers itself left out, the rules' caps): true if loaded.
+    bool load_handed_cache(const cache::LoadOptions& options);
 
     const ConfigSource& source_;
     const Config& config_;
