@@ -180,7 +180,8 @@ struct EntryChecker {
 
 // Checks an entry by parsing it as the DNS message it was cut from and preparing it again
 // under this daemon's TTL rules; the result is in `c.answer`.
-bool check_entry(const RawEntry& e, const TtlPolicy& policy, EntryChecker& c) {
+bool check_entry(const RawEntry& e, const TtlPolicy& policy, const DomainTtlCaps* caps,
+                 EntryChecker& c) {
     if (e.name.empty() || e.kind > static_cast<uint8_t>(AnswerKind::ServFail) || e.rcode > 15 ||
         e.key_flags > (kKeyDo | kKeyCd)) {
         return false;
@@ -224,7 +225,15 @@ bool check_entry(const RawEntry& e, const TtlPolicy& policy, EntryChecker& c) {
     // The TTL rules again, as for an upstream answer: the file may come from a daemon with
     // other limits (or from someone else), and max-ttl must hold for what it brings.
     PreparedAnswer& a = c.answer;
-    if (!prepare_answer_into(wire, scan, policy, a) || static_cast<uint8_t>(a.kind) != e.kind) {
+    TtlPolicy capped;
+    const TtlPolicy* rules = &policy;
+    if (caps != nullptr) {
+        if (const DomainTtlCaps::Caps* own = caps->find(e.name)) {
+            capped = DomainTtlCaps::capped(policy, *own);
+            rules = &capped;
+        }
+    }
+    if (!prepare_answer_into(wire, scan, *rules, a) || static_cast<uint8_t>(a.kind) != e.kind) {
         return false;
     }
     if (a.kind == AnswerKind::ServFail) a.ttl = std::min(a.ttl, e.ttl);
@@ -426,6 +435,9 @@ Result<uint64_t> load_cache_bytes(Cache& cache, const uint8_t* data, size_t size
     const uint8_t* const entries = data + kHeaderBytes;
     const size_t entries_size = size - kHeaderBytes - kTrailerBytes;
     BatchInserter inserter(cache, options, now_ms, wall_now_ms);
+    // Most configurations cap nothing per rule: no lookup per entry then.
+    const DomainTtlCaps* caps =
+        options.ttl_caps != nullptr && !options.ttl_caps->empty() ? options.ttl_caps : nullptr;
     // A fault found midway empties a private cache: only right if nothing was in it before.
     const bool one_pass = options.cache_is_private && cache.counters().entries == 0;
     // One pass: the checksum is taken entry by entry as they are parsed, its serial chain of
@@ -451,7 +463,7 @@ Result<uint64_t> load_cache_bytes(Cache& cache, const uint8_t* data, size_t size
         for (Reader r(entries, entries_size); !r.at_end();) {
             ++seen;
             if (seen > count) return Error{"entry count mismatch"};
-            if (!read_raw_entry(r, version, raw) || !check_entry(raw, policy, checker)) {
+            if (!read_raw_entry(r, version, raw) || !check_entry(raw, policy, caps, checker)) {
                 return Error{"corrupt entry " + std::to_string(seen)};
             }
         }
@@ -467,7 +479,7 @@ Result<uint64_t> load_cache_bytes(Cache& cache, const uint8_t* data, size_t size
             return fault(Error{"corrupt entry " + std::to_string(seen)});
         }
         if (one_pass) running = fnv1a(entries + start, r.pos() - start, running);
-        if (!check_entry(slot.raw, policy, slot.checker)) {
+        if (!check_entry(slot.raw, policy, caps, slot.checker)) {
             return fault(Error{"corrupt entry " + std::to_string(seen)});
         }
         inserter.take(slot);

@@ -12,7 +12,8 @@
 // O_NOFOLLOW and takes only a regular file. Reading checks the magic, version,
 // checksum and every entry (each is parsed as a DNS message) and rejects the whole file on
 // any fault: a damaged file never puts anything in the cache. Loaded entries go through the
-// daemon's TTL rules again (min-ttl, max-ttl, negative-max-ttl), as answers from upstream do.
+// daemon's TTL rules again (min-ttl, max-ttl, negative-max-ttl, a rule's own caps), as
+// answers from upstream do.
 // Dumping copies one slice of one shard at a time, so queries never wait on it for long.
 #pragma once
 
@@ -21,6 +22,7 @@
 
 #include "cache/answer.h"
 #include "cache/cache.h"
+#include "cache/domain_ttl_caps.h"
 #include "cache/name_set.h"
 #include "common/result.h"
 
@@ -43,6 +45,9 @@ struct LoadOptions {
     // rest but neither inserted nor counted: at start this replaces a pass over the filled
     // cache to flush them.
     const NameSet* leave_out = nullptr;
+    // Per-domain caps ([[forward]] rules' max-ttl and negative-max-ttl) over `policy`: each
+    // entry is clamped to those of its name's domain, as the rule's upstream answers are.
+    const DomainTtlCaps* ttl_caps = nullptr;
     // The cache is empty and no other thread touches it until the load returns (at start,
     // before the workers): entries go in as they are checked, in one pass over the file, and
     // a fault found later empties the cache again, which leaves it as it was. Otherwise (the

@@ -26,6 +26,11 @@ class NameSet {
     // The name and every name below it (the root: every name). A malformed name is ignored.
     void add_subtree(dns::Bytes lower_name);
 
+    // The name and every name below it are not covered after all, unless by a longer subtree
+    // or as a name of their own: a [[forward]] domain under a local zone ("cluster.local"
+    // under "local") goes upstream, so the cache may hold its answers.
+    void add_exception(dns::Bytes lower_name);
+
     bool empty() const {
         return names_.empty() && subtrees_.empty() && !covers_everything_ && !root_;
     }
@@ -41,6 +46,7 @@ class NameSet {
     using Set = std::unordered_set<std::string, Hash, std::equal_to<>>;
     Set names_;
     Set subtrees_;
+    Set exceptions_;
     // Notes the last label of a name added (`offsets` from its label walk).
     void add_last_label(std::string_view name, const size_t (&offsets)[128], size_t labels);
 

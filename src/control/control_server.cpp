@@ -171,6 +171,7 @@ void ControlServer::adopt_live_options() {
     options_.metrics_allow = std::move(next.metrics_allow);
     options_.state_dir = std::move(next.state_dir);
     options_.ttl_policy = next.ttl_policy;
+    options_.ttl_caps = std::move(next.ttl_caps);
     options_.metrics_listen = next.metrics_listen;
     options_.health_listen = next.health_listen;
     // Every socket whose address changed is closed before any is bound: the health socket may
@@ -358,7 +359,8 @@ std::string ControlServer::file_command(const std::string& command, const std::s
     const Result<uint64_t> r =
         command == "dump"
             ? cache::dump_cache(cache_, *path, monotonic_ms(), wall_ms())
-            : cache::load_cache(cache_, *path, options_.ttl_policy, monotonic_ms(), wall_ms());
+            : cache::load_cache(cache_, *path, options_.ttl_policy, monotonic_ms(), wall_ms(),
+                                cache::LoadOptions{.ttl_caps = options_.ttl_caps.get()});
     if (!r) {
         log_warning("control: %s %s failed: %s", command.c_str(), path->c_str(), r.error().c_str());
         return "error: " + r.error() + "\n";

@@ -23,6 +23,7 @@
 
 #include "cache/answer.h"
 #include "cache/cache.h"
+#include "cache/domain_ttl_caps.h"
 #include "common/event_loop.h"
 #include "common/listener.h"
 #include "common/mailbox.h"
@@ -47,6 +48,8 @@ struct ControlOptions {
     HealthSources health = {};
     std::string state_dir = "/var/lib/nscache";  // the only folder dump and load may use
     cache::TtlPolicy ttl_policy;                 // applied again to loaded entries
+    // The [[forward]] rules' own caps, over ttl_policy for loaded entries (null: none).
+    std::shared_ptr<const cache::DomainTtlCaps> ttl_caps = nullptr;
     // Runs on every flush (the NSS shared map forgets what it published).
     std::function<void()> after_flush;
     // `reload`: re-reads the configuration (on the main thread) and returns the reply text
@@ -78,6 +81,7 @@ struct ControlLiveOptions {
     std::optional<SocketAddress> health_listen;
     std::string state_dir;
     cache::TtlPolicy ttl_policy;
+    std::shared_ptr<const cache::DomainTtlCaps> ttl_caps;
 };
 
 class ControlServer final : private ConnectionOwner {

@@ -304,6 +304,7 @@ Result<void> Daemon::open_control() {
                                     .metrics_allow = control_.metrics_allow,
                                     .state_dir = control_.state_dir,
                                     .ttl_policy = control_.ttl_policy,
+                                    .ttl_caps = control_.ttl_caps,
                                     .after_flush = nullptr,
                                     .reload = [this] { return supervisor_->request_reload(); },
                                     .takeover = {}};
@@ -381,14 +382,17 @@ void Daemon::load_cache_file() {
     // are left out as it loads (the cache is empty before), instead of flushed after by a
     // pass over the filled cache.
     const cache::NameSet local = local_answer_names(*settings_->routing);
+    // Entries of a rule's domains take its caps, as its upstream's answers would.
+    const cache::DomainTtlCaps caps = rule_ttl_caps(*settings_->routing);
+    // No worker runs yet: the cache is the loader's alone (one pass over the file or memfd).
+    const cache::LoadOptions options{
+        .leave_out = &local, .ttl_caps = &caps, .cache_is_private = true};
     // The running instance's cache is newer than any file it saved.
-    if (load_handed_cache(local)) return;
+    if (load_handed_cache(options)) return;
     if (!path.empty() && access(path.c_str(), F_OK) == 0) {
         const uint64_t started = monotonic_ms();
-        // No worker runs yet: the cache is the loader's alone (one pass over the file).
         const Result<uint64_t> loaded =
-            cache::load_cache(*cache_, path, settings_->resolver.ttl, started, wall_ms(),
-                              cache::LoadOptions{.leave_out = &local, .cache_is_private = true});
+            cache::load_cache(*cache_, path, settings_->resolver.ttl, started, wall_ms(), options);
         if (loaded) {
             log_info("loaded %llu entries from %s in %llu ms",
                      static_cast<unsigned long long>(*loaded), path.c_str(),

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "cache/cache.h"
+#include "cache/cache_file.h"
 #include "common/counters.h"
 #include "common/inherited_sockets.h"
 #include "common/mutex.h"
@@ -116,9 +117,9 @@ class Daemon {
     std::optional<std::vector<control::NamedFd>> duplicate_for_offer();
     void release_paths_for_takeover();
     void drain_for_takeover();
-    // The cache a running instance handed over, into the cache (but for `local`, what the
-    // routing answers itself): true if loaded.
-    bool load_handed_cache(const cache::NameSet& local);
+    // The cache a running instance handed over, into the cache (under `options`: what the
+    // routing answers itself left out, the rules' caps): true if loaded.
+    bool load_handed_cache(const cache::LoadOptions& options);
 
     const ConfigSource& source_;
     const Config& config_;

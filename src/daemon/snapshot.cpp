@@ -43,6 +43,8 @@ Snapshot build_snapshot(const Config& config, std::vector<upstream::HostsEntry> 
     }
     s.control.state_dir = config.state_dir;
     s.control.ttl_policy = s.settings->resolver.ttl;
+    s.control.ttl_caps =
+        std::make_shared<const cache::DomainTtlCaps>(rule_ttl_caps(*s.settings->routing));
     return s;
 }
 
@@ -86,11 +88,30 @@ cache::NameSet local_answer_names(const upstream::Routing& routing) {
     cache::NameSet names;
     for (const std::string& name : routing.local_names()) names.add_name(bytes(name));
     for (const std::string& zone : routing.local_zones()) names.add_subtree(bytes(zone));
+    // A [[forward]] domain under a local zone (cluster.local under local) is not local.
+    for (const std::string& domain : routing.forward_domains()) names.add_exception(bytes(domain));
     for (const char* chaos : {"version.bind.", "version.server.", "id.server.", "hostname.bind."}) {
         const dns::NameBuffer name = *dns::name_from_text(chaos);
         names.add_name(name.view());
     }
     return names;
+}
+
+static_assert(kNoTtlCap == cache::DomainTtlCaps::kNoCap, "a rule without a cap caps nothing");
+
+cache::DomainTtlCaps rule_ttl_caps(const upstream::Routing& routing) {
+    cache::DomainTtlCaps caps;
+    for (const upstream::ForwardRule& rule : routing.rules()) {
+        const cache::DomainTtlCaps::Caps own{rule.max_ttl, rule.negative_max_ttl};
+        for (const std::string& domain : rule.domains) {
+            const auto name = dns::name_from_text(domain);
+            if (!name) continue;
+            dns::NameBuffer lower;
+            dns::lower_name(name->view(), lower);
+            caps.add(lower.view(), own);
+        }
+    }
+    return caps;
 }
 
 size_t flush_local_answers(cache::Cache& cache, const upstream::Routing& routing) {

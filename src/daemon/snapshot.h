@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cache/cache.h"
+#include "cache/domain_ttl_caps.h"
 #include "cache/name_set.h"
 #include "common/log.h"
 #include "config/config.h"
@@ -52,6 +53,10 @@ void warn_about_settings(const server::Settings& settings);
 // What the routing answers itself (local names, the zones kept local, CHAOS identities): a
 // cache file's entries for them are left out at start, as the cache must not answer for them.
 cache::NameSet local_answer_names(const upstream::Routing& routing);
+
+// The [[forward]] rules' own TTL caps by domain (every rule's domains, so that the longest
+// wins as in the routing; "." for the default rule), for entries loaded at start.
+cache::DomainTtlCaps rule_ttl_caps(const upstream::Routing& routing);
 
 // Removes the cache's entries that local_answer_names covers, in one pass over the cache
 // (none when it is empty), at every reload; returns how many went. A pass over the whole

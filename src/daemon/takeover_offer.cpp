@@ -116,7 +116,7 @@ void Daemon::drain_for_takeover() {
     supervisor_->request_stop();
 }
 
-bool Daemon::load_handed_cache(const cache::NameSet& local) {
+bool Daemon::load_handed_cache(const cache::LoadOptions& options) {
     if (!handover_) return false;
     const int fd = handover_->take("cache");
     if (fd < 0) return false;
@@ -132,8 +132,7 @@ bool Daemon::load_handed_cache(const cache::NameSet& local) {
     const uint64_t started = monotonic_ms();
     // No worker runs yet: the cache is the loader's alone (one pass over the memfd).
     const Result<uint64_t> loaded =
-        cache::load_cache_fd(*cache_, fd, settings_->resolver.ttl, started, wall_ms(),
-                             cache::LoadOptions{.leave_out = &local, .cache_is_private = true});
+        cache::load_cache_fd(*cache_, fd, settings_->resolver.ttl, started, wall_ms(), options);
     close(fd);
     if (!loaded) {
         log_warning("takeover: the running instance's cache was not loaded: %s",

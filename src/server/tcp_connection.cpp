@@ -99,6 +99,10 @@ void TcpConnection::on_event(uint32_t events) {
 }
 
 void TcpConnection::read_queries() {
+    if (write_shut_) {
+        discard_until_eof();
+        return;
+    }
     for (int round = 0; round < 4 && !closed_; ++round) {
         if (in_.size() - in_length_ < kReadChunk / 2) in_.resize(in_length_ + kReadChunk);
         const ssize_t n = recv(fd_, in_.data() + in_length_, in_.size() - in_length_, 0);
@@ -241,9 +245,42 @@ void TcpConnection::drain() {
     update_interest();
 }
 
+void TcpConnection::discard_until_eof() {
+    // Bounded per event like read_queries(); the idle timer and the worker's drain deadline
+    // bound how long a client that never closes keeps the connection.
+    for (int round = 0; round < 4; ++round) {
+        const ssize_t n = recv(fd_, in_.data(), in_.size(), 0);
+        if (n > 0) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+        close_connection();  // EOF (or an error): nothing unread is left to cause a reset
+        return;
+    }
+}
+
 void TcpConnection::update_interest() {
-    if ((peer_closed_ || draining_) && pending_ == 0 && out_.empty()) {
-        close_connection();
+    if (peer_closed_ && pending_ == 0 && out_.empty()) {
+        close_connection();  // the client sent everything it will: nothing unread
+        return;
+    }
+    if (draining_ && pending_ == 0 && out_.empty()) {
+        // Closing now would lose answers: a query the client pipelined after the drain began
+        // sits unread, and close() with unread bytes sends RST, on which the kernel drops
+        // what it has not yet sent. The FIN follows the answers instead; the client's FIN
+        // (or the idle timer) then closes.
+        if (!write_shut_) {
+            write_shut_ = true;
+            in_length_ = 0;
+            partial_since_ms_ = 0;
+            if (shutdown(fd_, SHUT_WR) != 0) {
+                close_connection();
+                return;
+            }
+            reschedule();
+        }
+        if (interest_ != EPOLLIN) {
+            interest_ = EPOLLIN;
+            loop_.modify(registration_, interest_);
+        }
         return;
     }
     uint32_t wanted = 0;

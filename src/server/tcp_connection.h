@@ -50,12 +50,16 @@ class TcpConnection final : public EventHandler {
     // An answer that was pending: queue it and write what the socket takes.
     void send_answer(std::span<const uint8_t> answer);
     bool closed() const { return closed_; }
-    // Reads nothing more; closes once the queries already read are answered and written.
+    // Handles no more queries; once those already read are answered and written, shuts its
+    // side down and discards what the client still sends until the client closes (or the
+    // idle timeout), so that no unread byte turns the close into a reset.
     void drain();
     const sockaddr_storage& peer() const { return peer_; }
 
   private:
     void read_queries();
+    // After shutdown(SHUT_WR): reads and drops; closes at the client's EOF.
+    void discard_until_eof();
     void process_buffer();
     // False (and the connection closed) when the answer would overflow a bound.
     bool queue(std::span<const uint8_t> answer);
@@ -87,7 +91,8 @@ class TcpConnection final : public EventHandler {
     uint32_t pending_ = 0;
     bool processing_ = false;  // inside process_buffer(): answers are queued, not processed
     bool peer_closed_ = false;
-    bool draining_ = false;  // drain(): no more reading
+    bool draining_ = false;    // drain(): no more queries
+    bool write_shut_ = false;  // drained: our side is shut down, reads are discarded
     bool closed_ = false;
     uint64_t idle_since_ms_ = 0;        // last complete query in or answer out
     uint64_t partial_since_ms_ = 0;     // first byte of an incomplete query; 0: none

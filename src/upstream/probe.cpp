@@ -21,12 +21,12 @@ dns::UpstreamQuestion probe_question() {
 }  // namespace
 
 UpstreamProbe::UpstreamProbe(EventLoop& loop, UpstreamSet& upstreams, size_t index,
-                             uint16_t edns_size, StreamConnection* tls)
-    : loop_(loop), upstreams_(upstreams), index_(index), edns_size_(edns_size), tls_(tls) {}
+                             uint16_t edns_size, StreamConnection* stream)
+    : loop_(loop), upstreams_(upstreams), index_(index), edns_size_(edns_size), stream_(stream) {}
 
 UpstreamProbe::~UpstreamProbe() {
     close_socket();
-    if (stream_pending_) tls_->cancel(id_, this);
+    if (stream_pending_) stream_->cancel(id_, this);
 }
 
 void UpstreamProbe::on_stream_answer(dns::Bytes, uint32_t) {
@@ -43,11 +43,11 @@ void UpstreamProbe::close_socket() {
 }
 
 void UpstreamProbe::send() {
-    if (tls_ != nullptr) {
+    if (stream_ != nullptr) {
         if (stream_pending_ && loop_.now_ms() - sent_at_ms_ < kProbeTimeoutMs) return;
-        if (stream_pending_) tls_->cancel(id_, this);
+        if (stream_pending_) stream_->cancel(id_, this);
         static const dns::UpstreamQuestion question = probe_question();
-        stream_pending_ = tls_->send(question, this, id_);
+        stream_pending_ = stream_->send(question, this, id_);
         sent_at_ms_ = loop_.now_ms();
         return;
     }

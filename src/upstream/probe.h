@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Background health probe for an upstream marked down: every second one query for the root
-// NS set, off the client path, over UDP, or over the worker's TLS connection to a tls://
-// upstream. The first matching answer marks the upstream up again.
+// NS set, off the client path, over UDP, or over the worker's stream connection to a tls://
+// upstream or to a server of a transport = "tcp" rule. The first matching answer marks the
+// upstream up again.
 // Lives on one worker's event loop; internal to upstream/.
 #pragma once
 
@@ -15,9 +16,9 @@ namespace nscache::upstream {
 
 class UpstreamProbe final : public EventHandler, public StreamConnection::Waiter {
   public:
-    // `tls`: the connection to probe a tls:// upstream over (null: UDP).
+    // `stream`: the TLS or TCP connection to probe over (null: UDP).
     UpstreamProbe(EventLoop& loop, UpstreamSet& upstreams, size_t index, uint16_t edns_size,
-                  StreamConnection* tls = nullptr);
+                  StreamConnection* stream = nullptr);
     ~UpstreamProbe();
 
     // Sends a probe unless one is outstanding; an unanswered one is dropped after a second.
@@ -41,7 +42,7 @@ class UpstreamProbe final : public EventHandler, public StreamConnection::Waiter
     EventLoop::Registration registration_ = EventLoop::kNoRegistration;
     uint16_t id_ = 0;
     uint64_t sent_at_ms_ = 0;
-    StreamConnection* const tls_;
+    StreamConnection* const stream_;
     bool stream_pending_ = false;
 };
 

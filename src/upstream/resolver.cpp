@@ -63,9 +63,15 @@ void Resolver::rebuild_probes() {
             UpstreamServer& server = rule.upstreams->at(i);
             if (std::find(seen.begin(), seen.end(), &server) != seen.end()) continue;
             seen.push_back(&server);
-            StreamConnection* tls = server.tls ? streams_.tls(rule.upstreams->shared(i)) : nullptr;
+            // Over the transport its queries take: a tcp-only rule's server may not answer UDP.
+            StreamConnection* stream = nullptr;
+            if (server.tls) {
+                stream = streams_.tls(rule.upstreams->shared(i));
+            } else if (rule.upstreams->tcp_only()) {
+                stream = &streams_.tcp(rule.upstreams->shared(i));
+            }
             probes_.push_back(std::make_unique<UpstreamProbe>(loop_, *rule.upstreams, i,
-                                                              options_.edns_buffer_size, tls));
+                                                              options_.edns_buffer_size, stream));
         }
     }
 }

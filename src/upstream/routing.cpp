@@ -304,6 +304,14 @@ std::vector<std::string> Routing::local_zones() const {
     return zones;
 }
 
+std::vector<std::string> Routing::forward_domains() const {
+    std::vector<std::string> domains;
+    for (const auto& [domain, zone] : zones_) {
+        if (zone.kind == RouteKind::Forward) domains.push_back(domain);
+    }
+    return domains;
+}
+
 std::vector<std::string> Routing::local_names() const {
     std::vector<std::string> names;
     for (const auto& [name, records] : names_) names.push_back(name);

@@ -104,6 +104,8 @@ class Routing {
     std::vector<std::string> local_names() const;
     // The zones answered here (localhost and the NXDOMAIN zones), as wire suffixes.
     std::vector<std::string> local_zones() const;
+    // The [[forward]] rules' domains but the root, as wire suffixes.
+    std::vector<std::string> forward_domains() const;
     // The domains (wire, lower-case) whose route differs between `before` and this routing:
     // a [[forward]] added, removed or pointed at other servers, a local zone kept or given
     // up. Answers cached under them came from elsewhere: a change flushes them.

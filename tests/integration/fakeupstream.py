@@ -478,7 +478,8 @@ class FakeUpstream:
                     end = time.monotonic() + delay_ms / 1000.0
                     while time.monotonic() < end and not self._stop.is_set():
                         time.sleep(0.01)
-                wire = self._response(query).to_wire()
+                # Over TCP the whole message fits (dnspython would cap it at the EDNS size).
+                wire = self._response(query).to_wire(max_size=65535)
                 try:
                     conn.sendall(struct.pack("!H", len(wire)) + wire)
                 except OSError:

@@ -139,3 +139,33 @@ def test_node_local_example_in_the_docs_is_a_valid_config(nscache, tmp_path):
     r = subprocess.run([nscache, "check-config", str(conf)], capture_output=True, text=True,
                        timeout=10)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_tcp_rule_probes_an_upstream_marked_down_over_tcp(daemon, make_fake):
+    """The review of issue 20 (finding 5): the probes of a server marked down went over UDP
+    even for a transport = "tcp" rule, whose servers may not answer UDP at all."""
+    import concurrent.futures
+
+    from dnshelpers import wait_until
+
+    public, cluster = make_fake(), make_fake()
+    cluster.add("svc.cluster.local.", "A", 30, "10.96.0.1")
+    cluster.mode = "drop"  # silent (over TCP too) until marked down
+    d = daemon([], threads=1, config=f'upstream = ["{public.addr}"]\nquery-timeout = "1500ms"\n' +
+               rule(cluster.addr, 'transport = "tcp"\n'))
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda i: _ask_or_none(d.port, f"q{i}.cluster.local"), range(4)))
+    assert wait_until(lambda: "marked down" in d.stderr_text(), timeout=10), d.stderr_text()
+    cluster.mode = "normal"
+    assert wait_until(lambda: "is up" in d.stderr_text(), timeout=10), d.stderr_text()
+    assert cluster.count(transport="udp") == 0, [q for q in cluster.queries if q["transport"] == "udp"]
+    assert any(q["name"] == "." for q in cluster.queries), "no probe reached the upstream"
+    assert a_addrs(ask(d.port, "svc.cluster.local")) == ["10.96.0.1"]
+    assert cluster.count(transport="udp") == 0
+
+
+def _ask_or_none(port, name):
+    try:
+        return ask(port, name, timeout=5.0)
+    except Exception:
+        return None

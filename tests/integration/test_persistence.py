@@ -272,3 +272,79 @@ def test_loaded_entries_are_clamped_by_max_ttl(daemon, fake_upstream, tmp_path):
     r = udp(d3.port, "long.fake.test")
     assert fake_upstream.count(name="long.fake.test") == 1, "the loaded entry was not used"
     assert answer_ttl(r) <= 60, f"TTL {answer_ttl(r)} after load, above max-ttl = 60"
+
+
+
+def _rule_config(upstream, cluster, cache_file, caps=""):
+    return (f'upstream = ["{upstream.addr}"]\ncache-file = "{cache_file}"\n'
+            f'\n[[forward]]\ndomains = ["cluster.local"]\nupstreams = ["{cluster.addr}"]\n{caps}')
+
+
+def test_a_forward_rule_under_a_local_zone_keeps_its_entries(daemon, fake_upstream, make_fake,
+                                                              tmp_path, nscache):
+    """cluster.local is under the local zone "local" (RFC 6762), but a [[forward]] rule sends
+    it upstream: its entries were left out of the cache file at start (and flushed at every
+    reload) as if the daemon answered them itself."""
+    cluster = make_fake()
+    cluster.add("svc.cluster.local.", "A", 3600, "10.96.0.1")
+    cache_file = tmp_path / "rule.cache"
+    config = _rule_config(fake_upstream, cluster, cache_file)
+    d1 = daemon([], config=config)
+    assert a_addrs(udp(d1.port, "svc.cluster.local")) == ["10.96.0.1"]
+    assert d1.stop() == 0, d1.stderr_text()
+    d2 = daemon([], config=config)
+    assert re.search(r"loaded 1 entries", d2.stderr_text()), d2.stderr_text()
+    assert a_addrs(udp(d2.port, "svc.cluster.local")) == ["10.96.0.1"]
+    assert cluster.count(name="svc.cluster.local.") == 1, "the loaded entry was not used"
+    r = subprocess.run([nscache, "reload", "--control", d2.control], capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert a_addrs(udp(d2.port, "svc.cluster.local")) == ["10.96.0.1"]
+    assert cluster.count(name="svc.cluster.local.") == 1, "a reload flushed the rule's entries"
+
+
+def test_loaded_entries_take_their_rules_caps(daemon, fake_upstream, make_fake, tmp_path):
+    """The review of issue 20 (finding 6): a [[forward]] rule's max-ttl and negative-max-ttl
+    hold for what the cache file brings back under the rule's domains, not only for what the
+    rule's upstream answers."""
+    cluster = make_fake()
+    cluster.add("svc.cluster.local.", "A", 3600, "10.96.0.1")
+    fake_upstream.add("long.fake.test.", "A", 3600, "192.0.2.231")
+    cache_file = tmp_path / "rules.cache"
+
+    def config(caps=""):
+        return _rule_config(fake_upstream, cluster, cache_file, caps)
+
+    d1 = daemon([], config=config())
+    assert answer_ttl(udp(d1.port, "svc.cluster.local")) > 3000
+    assert udp(d1.port, "gone.cluster.local").rcode() == dns.rcode.NXDOMAIN
+    assert soa_ttl(udp(d1.port, "gone.cluster.local")) > 30
+    assert answer_ttl(udp(d1.port, "long.fake.test")) > 3000
+    assert d1.stop() == 0, d1.stderr_text()
+    assert "saved 3 entries" in d1.stderr_text(), d1.stderr_text()
+
+    d2 = daemon([], config=config("max-ttl = 30\nnegative-max-ttl = 10\n"))
+    assert re.search(r"loaded 3 entries", d2.stderr_text()), d2.stderr_text()
+    r = udp(d2.port, "svc.cluster.local")
+    assert a_addrs(r) == ["10.96.0.1"] and cluster.count(name="svc.cluster.local.") == 1
+    assert answer_ttl(r) <= 30, f"TTL {answer_ttl(r)} from the file, above the rule's max-ttl"
+    neg = udp(d2.port, "gone.cluster.local")
+    assert neg.rcode() == dns.rcode.NXDOMAIN and cluster.count(name="gone.cluster.local.") == 1
+    assert soa_ttl(neg) <= 10, f"negative TTL {soa_ttl(neg)} above the rule's negative-max-ttl"
+    # Names of no capped rule keep the file's TTL.
+    assert answer_ttl(udp(d2.port, "long.fake.test")) > 3000
+    assert fake_upstream.count(name="long.fake.test.") == 1
+    d2.stopped_by_test = True
+    os.kill(d2.pid, signal.SIGKILL)  # keep the file as d1 wrote it
+    d2.proc.wait(timeout=5)
+
+    # ...and by `nscache load`.
+    caps = "max-ttl = 30\nnegative-max-ttl = 10\n"
+    d3 = daemon([], config=f'state-dir = "{tmp_path}"\n' + config(caps).replace(
+        f'cache-file = "{cache_file}"\n', ""))
+    r = d3.cli("load", "--control", d3.control, cache_file.name)
+    assert r.returncode == 0 and "loaded 3 entries" in r.stdout, r.stdout + r.stderr
+    r = udp(d3.port, "svc.cluster.local")
+    assert cluster.count(name="svc.cluster.local.") == 1, "the loaded entry was not used"
+    assert answer_ttl(r) <= 30, f"TTL {answer_ttl(r)} after load, above the rule's max-ttl"
+    assert soa_ttl(udp(d3.port, "gone.cluster.local")) <= 10

@@ -319,3 +319,50 @@ def test_a_second_sigterm_ends_the_drain_at_once_and_still_saves_the_cache(daemo
     assert "drain cut short by a second signal" in log, log
     assert "saved" in log and cache_file.exists(), log
     client.close()
+
+
+def test_drain_delivers_a_large_tcp_answer_despite_a_query_sent_after_sigterm(daemon, fake_upstream):
+    """The review of issue 20 (finding 3): with the answer still in the daemon's send queue (a
+    client that reads slowly) and a query the client sent after SIGTERM unread, the drain's
+    close() sent RST and the kernel dropped the rest of the answer."""
+    import signal
+    import socket as socketlib
+    import struct
+    import time
+
+    from dnshelpers import make_query, tcp, wait_until
+
+    strings = [f'"{i:03d}{"x" * 237}"' for i in range(120)]  # ~30 KB of TXT
+    fake_upstream.add("big.fake.test.", "TXT", 300, *strings)
+    d = daemon(fake_upstream.addr, threads=1)
+    assert len(tcp(d.port, "big.fake.test", "TXT").answer[0]) == 120  # cached now
+    s = socketlib.socket(socketlib.AF_INET, socketlib.SOCK_STREAM)
+    s.setsockopt(socketlib.SOL_SOCKET, socketlib.SO_RCVBUF, 4096)
+    s.settimeout(10)
+    s.connect(("127.0.0.1", d.port))
+    q1 = make_query("big.fake.test", "TXT").to_wire()
+    s.sendall(struct.pack("!H", len(q1)) + q1)
+    time.sleep(0.3)  # the answer is written: most of it waits in the daemon's send queue
+    d.stopped_by_test = True
+    os.kill(d.pid, signal.SIGTERM)
+    assert wait_until(lambda: "draining" in d.stderr_text()), d.stderr_text()
+    q2 = make_query("www.fake.test", "A").to_wire()
+    s.sendall(struct.pack("!H", len(q2)) + q2)
+    time.sleep(0.3)  # q2 reaches the daemon before the client reads on
+    data = b""
+    while True:
+        try:
+            chunk = s.recv(65536)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    assert len(data) >= 2, "nothing of the answer arrived"
+    (length,) = struct.unpack("!H", data[:2])
+    assert len(data) >= 2 + length, f"{len(data) - 2} of {length} bytes of the answer arrived"
+    import dns.message
+    reply = dns.message.from_wire(data[2:2 + length])
+    assert len(reply.answer[0]) == 120
+    assert d.proc.wait(10) == 0

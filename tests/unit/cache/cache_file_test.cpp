@@ -355,6 +355,46 @@ TEST_F(CacheFileTest, LoadLeavesOutWhatTheSetCovers) {
     EXPECT_EQ(find(after, "printer.lan", kNow).freshness, cache::Freshness::Miss);
 }
 
+// The review of issue 20 (finding 6): a [[forward]] rule's max-ttl and negative-max-ttl held
+// for its upstream's answers but not for what a cache file (or a takeover) brought back.
+TEST_F(CacheFileTest, LoadAppliesTheCapsOfEachEntrysDomain) {
+    cache::Cache before(cache::CacheConfig{.budget_bytes = 1 << 20});
+    store(before, "svc.cluster.local", 3600, kNow);
+    store(before, "a.fast.cluster.local", 3600, kNow);
+    store(before, "www.example.test", 3600, kNow);
+    {
+        ClientQuery q("gone.cluster.local", dns::rtype::A);
+        before.insert(cache::CacheKey{q.lower.view(), dns::rtype::A, 1, 0},
+                      *prepare(cache::testing::negative_answer("gone.cluster.local",
+                                                               dns::Rcode::NxDomain, 3600, 3600),
+                               cache::TtlPolicy{}),
+                      kNow);
+    }
+    ASSERT_TRUE(dump_cache(before, path_, kNow, kWall).ok());
+
+    DomainTtlCaps caps;
+    caps.add(dns::name_from_text("cluster.local")->view(),
+             DomainTtlCaps::Caps{.max_ttl = 30, .negative_max_ttl = 10});
+    // A rule under it without caps of its own: the longer domain wins, as in the routing.
+    caps.add(dns::name_from_text("fast.cluster.local")->view(), DomainTtlCaps::Caps{});
+    for (bool is_private : {true, false}) {
+        cache::Cache after(cache::CacheConfig{.budget_bytes = 1 << 20});
+        auto loaded = load_cache(after, path_, kPolicy, kNow, kWall,
+                                 LoadOptions{.ttl_caps = &caps, .cache_is_private = is_private});
+        ASSERT_TRUE(loaded.ok()) << loaded.error();
+        EXPECT_EQ(loaded.value(), 4u);
+        EXPECT_EQ(ttl_of(find(after, "svc.cluster.local", kNow), "svc.cluster.local"), 30u);
+        EXPECT_EQ(find(after, "svc.cluster.local", kNow + 31'000).freshness,
+                  cache::Freshness::Miss);
+        EXPECT_EQ(ttl_of(find(after, "a.fast.cluster.local", kNow), "a.fast.cluster.local"), 3600u);
+        EXPECT_EQ(ttl_of(find(after, "www.example.test", kNow), "www.example.test"), 3600u);
+        EXPECT_EQ(find(after, "gone.cluster.local", kNow + 5'000).freshness,
+                  cache::Freshness::Fresh);
+        EXPECT_EQ(find(after, "gone.cluster.local", kNow + 11'000).freshness,
+                  cache::Freshness::Miss);
+    }
+}
+
 // A file whose checksum holds but whose last entry is broken (written by someone who knows
 // the format): nothing of it goes in, not even the good entries before the broken one.
 TEST_F(CacheFileTest, ABrokenEntryAfterGoodOnesKeepsTheWholeFileOut) {

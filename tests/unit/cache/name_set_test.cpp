@@ -34,6 +34,30 @@ TEST(NameSet, NamesCoverThemselvesAndSubtreesEverythingBelow) {
     EXPECT_FALSE(set.covers(wire(".").view()));
 }
 
+// A [[forward]] domain under a local zone (cluster.local under local) goes upstream: its
+// names were left out of every cache file loaded and flushed at every reload.
+TEST(NameSet, ExceptionsCarveOutOfASubtreeAndTheLongestSuffixDecides) {
+    NameSet set;
+    set.add_subtree(wire("local").view());
+    set.add_exception(wire("cluster.local").view());
+    set.add_subtree(wire("private.cluster.local").view());
+    set.add_name(wire("printer.cluster.local").view());
+    EXPECT_TRUE(set.covers(wire("local").view()));
+    EXPECT_TRUE(set.covers(wire("x.local").view()));
+    EXPECT_FALSE(set.covers(wire("cluster.local").view()));
+    EXPECT_FALSE(set.covers(wire("svc.default.cluster.local").view()));
+    EXPECT_TRUE(set.covers(wire("a.private.cluster.local").view()));
+    EXPECT_TRUE(set.covers(wire("printer.cluster.local").view()));
+    EXPECT_FALSE(set.covers(wire("www.example.test").view()));
+
+    NameSet everything;
+    everything.add_subtree(wire(".").view());
+    everything.add_exception(wire("example.test").view());
+    EXPECT_TRUE(everything.covers(wire("www.other.test").view()));
+    EXPECT_FALSE(everything.covers(wire("www.example.test").view()));
+    EXPECT_TRUE(everything.covers(wire(".").view()));
+}
+
 TEST(NameSet, AMalformedNameIsNotCoveredAndNotReadPastItsEnd) {
     NameSet set;
     set.add_subtree(wire("localhost").view());

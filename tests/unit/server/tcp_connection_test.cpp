@@ -2,8 +2,12 @@
 #include "server/tcp_connection.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <set>
 #include <string>
@@ -292,6 +296,108 @@ TEST(TcpConnection, PerClientCapRefusesTheConnectionOverIt) {
     EXPECT_TRUE(h.tcp.adopt(fds[0], testing::loopback_peer(4), sizeof(sockaddr_in)));
     close(fds[1]);
     close(b);
+}
+
+// A cached TXT answer of ~30 KB for big.example.test.
+void cache_big_txt(ServerHarness& h) {
+    WireBuilder b;
+    b.header(1, dns::flag::QR | dns::flag::RD | dns::flag::RA, 1, 1, 0, 0)
+        .question("big.example.test", dns::rtype::TXT);
+    b.name_then_pointer("", 12).rr_fixed(dns::rtype::TXT, 300, 30'000);
+    for (int i = 0; i < 30'000 / 250; ++i) {
+        b.u8(249);
+        for (int k = 0; k < 249; ++k) b.u8('x');
+    }
+    auto answer = cache::testing::prepare(b, cache::TtlPolicy{});
+    ASSERT_TRUE(answer);
+    dns::NameBuffer lower;
+    dns::lower_name(dns::name_from_text("big.example.test")->view(), lower);
+    h.cache.insert(cache::CacheKey{lower.view(), dns::rtype::TXT, dns::kClassIN, 0}, *answer,
+                   h.loop.now_ms());
+}
+
+// A real TCP connection over loopback (a socketpair never loses queued bytes): the client's
+// end, its receive buffer `receive_buffer` bytes, so that an answer waits in the daemon's
+// kernel send queue.
+int connect_tcp_client(ServerHarness& h, int receive_buffer) {
+    uint16_t port = 0;
+    const int listener = testing::loopback_socket(SOCK_STREAM, &port);
+    const int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    setsockopt(client, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(connect(client, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    sockaddr_storage peer{};
+    socklen_t peer_len = sizeof peer;
+    const int fd = accept4(listener, reinterpret_cast<sockaddr*>(&peer), &peer_len,
+                           SOCK_NONBLOCK | SOCK_CLOEXEC);
+    EXPECT_GE(fd, 0);
+    close(listener);
+    EXPECT_TRUE(h.tcp.adopt(fd, peer, peer_len));
+    return client;
+}
+
+// The review of issue 20 (finding 3): a drain closed the connection once its answers were in
+// the kernel; a query pipelined after the drain began sat unread, so close() sent RST and the
+// kernel dropped the answer bytes the client had not yet taken. Now the daemon shuts its side
+// down, discards what still comes, and closes once the client has closed.
+TEST(TcpConnection, DrainDeliversAnswersAlreadyWrittenDespiteAPipelinedQuery) {
+    ServerHarness h;
+    cache_big_txt(h);
+    const int client = connect_tcp_client(h, 4096);
+    write_all(client, tcp_query("big.example.test", dns::rtype::TXT, 1));
+    h.run_for(3);
+    h.tcp.drain_all();  // SIGTERM
+    write_all(client, tcp_query("big.example.test", dns::rtype::TXT, 2));
+    std::vector<uint8_t> buffer;
+    std::vector<std::vector<uint8_t>> answers;
+    bool eof = false;
+    bool reset = false;
+    for (int i = 0; i < 2000 && !eof && !reset; ++i) {
+        h.run_for(1, 1);
+        pollfd p{client, POLLIN, 0};
+        poll(&p, 1, 10);
+        uint8_t chunk[4096];
+        const ssize_t n = recv(client, chunk, sizeof chunk, MSG_DONTWAIT);
+        if (n == 0) eof = true;
+        if (n < 0 && errno != EAGAIN) reset = true;
+        if (n > 0) buffer.insert(buffer.end(), chunk, chunk + n);
+    }
+    for (auto& m : read_messages(client, buffer)) answers.push_back(std::move(m));
+    EXPECT_FALSE(reset) << "the connection was reset: " << std::strerror(errno);
+    EXPECT_TRUE(eof);
+    ASSERT_EQ(answers.size(), 1u) << buffer.size() << " bytes of an answer left";
+    EXPECT_EQ(id_of(answers[0]), 1);
+    EXPECT_GT(answers[0].size(), 30'000u);
+    close(client);
+    h.run_for(3);
+    EXPECT_EQ(h.tcp.size(), 0u);
+}
+
+// A client that never closes after the drain: the connection still goes at its idle timeout
+// (the worker's drain deadline bounds it too), and what the client sends is discarded.
+TEST(TcpConnection, DrainedConnectionWhoseClientStaysOpenClosesAtItsIdleTimeout) {
+    ServerHarness h(testing::test_config(), TcpLimits{.idle_timeout_ms = 200});
+    h.cache_a("www.example.test");
+    const int client = connect_tcp_client(h, 65536);
+    write_all(client, tcp_query("www.example.test", dns::rtype::A, 1));
+    h.run_for(2);
+    h.tcp.drain_all();
+    for (int i = 0; i < 10; ++i) {
+        write_all(client, tcp_query("www.example.test", dns::rtype::A, 2));
+        h.run_for(1, 5);
+    }
+    EXPECT_EQ(h.tcp.size(), 1u);
+    std::vector<uint8_t> buffer;
+    bool eof = false;
+    auto answers = read_messages(client, buffer, &eof);
+    ASSERT_EQ(answers.size(), 1u) << "queries sent after the drain began are not answered";
+    EXPECT_TRUE(eof) << "the daemon's side is shut down once its answers are written";
+    h.run_for(50, 5);
+    EXPECT_EQ(h.tcp.size(), 0u);
+    close(client);
 }
 
 // A socket epoll refuses (here a regular file) must fail alone: the failed connection's

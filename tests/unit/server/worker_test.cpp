@@ -388,7 +388,8 @@ TEST(WorkerDrain, AnIdleWorkerIsDrainedAtOnceAndStopsAcceptingTcp) {
     close(client);
 }
 
-// A TCP connection open at the drain: the query it had sent is answered, then it is closed.
+// A TCP connection open at the drain: the query it had sent is answered, then it is shut down
+// and closed once the client closes.
 TEST(WorkerDrain, OpenTcpConnectionIsAnsweredThenClosed) {
     WorkerHarness h;
     const int client = loopback_client(SOCK_STREAM, h.tcp_port);
@@ -407,9 +408,31 @@ TEST(WorkerDrain, OpenTcpConnectionIsAnsweredThenClosed) {
         return !answers.empty();
     }));
     EXPECT_EQ(id_of(answers[0]), 0x7474);
-    ASSERT_TRUE(h.turn_until([&] { return h.worker.drained(); }));
+    // The daemon's side is shut down after the answer; the drain waits for the client to
+    // close (closing first, with a query unread, would reset the answer away).
     char byte;
-    EXPECT_EQ(recv(client, &byte, 1, MSG_DONTWAIT), 0) << "the connection was not closed";
+    ASSERT_TRUE(h.turn_until([&] { return recv(client, &byte, 1, MSG_DONTWAIT) == 0; }))
+        << "the connection was not shut down";
+    h.turns(2);
+    EXPECT_FALSE(h.worker.drained());
+    close(client);
+    ASSERT_TRUE(h.turn_until([&] { return h.worker.drained(); }));
+}
+
+// A client that keeps its connection open after the daemon's FIN holds the drain only until
+// its deadline.
+TEST(WorkerDrain, AClientThatNeverClosesHoldsTheDrainOnlyToItsDeadline) {
+    WorkerHarness h;
+    const int client = loopback_client(SOCK_STREAM, h.tcp_port);
+    ASSERT_TRUE(h.turn_until([&] { return h.counters.tcp_connections.load() == 1; }));
+    h.worker.request_drain(h.worker.loop().now_ms() + 500);
+    char byte;
+    ASSERT_TRUE(h.turn_until([&] { return recv(client, &byte, 1, MSG_DONTWAIT) == 0; }));
+    h.turns(2);
+    EXPECT_FALSE(h.worker.drained());
+    h.clock.advance_ms(600);
+    h.turns(1);
+    EXPECT_TRUE(h.worker.drained());
     close(client);
 }
 
