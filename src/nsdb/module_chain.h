@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Asks NSS modules (libnss_<service>.so.2, loaded with dlopen) directly, as glibc's NSS does
+// for a line with no [STATUS=action] items: each in turn until one answers SUCCESS. Calling
+// the modules, not getpwnam_r, gives the front the exact status (TRYAGAIN and UNAVAIL are
+// not "not found"), asks only the sources after `files` (which the front reads itself), and
+// never goes through glibc's nscd client.
+//
+// The result is `found` from the first module that finds it; `not_found` when every module
+// said NOTFOUND; `unavailable` when none found it and one said TRYAGAIN or UNAVAIL (or failed
+// in another way: a buffer past 1 MiB, a missing function). A module that is not installed
+// (dlopen fails) is skipped, as a source that is not there is not one that is down; it is
+// logged once. ERANGE grows the buffer (to 1 MiB).
+//
+// Thread-safe: the pool threads call it at once; modules are loaded once, at first use, and
+// kept. Calls may block for as long as a module does: never on a thread that answers clients.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nsdb/entries.h"
+
+namespace nscache::nsdb {
+
+class ModuleChain {
+  public:
+    explicit ModuleChain(std::vector<std::string> services);
+    ~ModuleChain();
+    ModuleChain(const ModuleChain&) = delete;
+    ModuleChain& operator=(const ModuleChain&) = delete;
+
+    const std::vector<std::string>& services() const { return services_; }
+
+    PasswdResult passwd_by_name(const std::string& name);
+    PasswdResult passwd_by_uid(uint32_t uid);
+    GroupResult group_by_name(const std::string& name);
+    GroupResult group_by_gid(uint32_t gid);
+    // initgroups_dyn of every module in turn (all of them, as glibc merges them), without
+    // `primary_gid` and without duplicates. `found` when any module said SUCCESS; a module
+    // without initgroups_dyn is enumerated (setgrent/getgrent_r/endgrent, one at a time).
+    GroupListResult groups_of(const std::string& user, uint32_t primary_gid);
+    // `proto` empty: any protocol. `port` in network byte order.
+    ServiceResult service_by_name(const std::string& name, const std::string& proto);
+    ServiceResult service_by_port(int32_t port, const std::string& proto);
+
+  private:
+    struct Module;
+    std::vector<std::string> services_;
+    std::vector<std::unique_ptr<Module>> modules_;
+};
+
+}  // namespace nscache::nsdb
