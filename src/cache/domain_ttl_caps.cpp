@@ -3,27 +3,10 @@
 
 #include <algorithm>
 
+#include "dns/name.h"
+
 namespace nscache::cache {
 namespace {
-
-std::string_view view_of(dns::Bytes name) {
-    return std::string_view(reinterpret_cast<const char*>(name.data()), name.size());
-}
-
-// The label offsets of a well-formed wire name, its root label not counted; false for a
-// name whose labels run past its end or that has no root label.
-bool label_offsets(std::string_view name, size_t (&offsets)[128], size_t& labels) {
-    labels = 0;
-    size_t offset = 0;
-    while (offset < name.size()) {
-        const auto label = static_cast<uint8_t>(name[offset]);
-        if (label == 0) return offset + 1 == name.size();
-        if (labels == std::size(offsets)) return false;
-        offsets[labels++] = offset;
-        offset += 1 + size_t{label};
-    }
-    return false;
-}
 
 bool has_cap(const DomainTtlCaps::Caps& caps) {
     return caps.max_ttl != DomainTtlCaps::kNoCap || caps.negative_max_ttl != DomainTtlCaps::kNoCap;
@@ -32,10 +15,10 @@ bool has_cap(const DomainTtlCaps::Caps& caps) {
 }  // namespace
 
 void DomainTtlCaps::add(dns::Bytes lower_domain, Caps caps) {
-    const std::string_view name = view_of(lower_domain);
+    const std::string_view name = dns::name_chars(lower_domain);
     size_t offsets[128];
     size_t labels = 0;
-    if (!label_offsets(name, offsets, labels)) return;
+    if (!dns::label_offsets(name, offsets, labels)) return;
     if (labels == 0) {
         if (has_root_) return;
         has_root_ = true;
@@ -53,10 +36,10 @@ void DomainTtlCaps::add(dns::Bytes lower_domain, Caps caps) {
 const DomainTtlCaps::Caps* DomainTtlCaps::find(dns::Bytes lower_name) const {
     const Caps* fallback = has_root_ ? &root_ : nullptr;
     if (domains_.empty()) return fallback;
-    const std::string_view name = view_of(lower_name);
+    const std::string_view name = dns::name_chars(lower_name);
     size_t offsets[128];
     size_t labels = 0;
-    if (!label_offsets(name, offsets, labels) || labels == 0) return fallback;
+    if (!dns::label_offsets(name, offsets, labels) || labels == 0) return fallback;
     const std::string_view last = name.substr(offsets[labels - 1]);
     if (std::find(last_labels_.begin(), last_labels_.end(), last) == last_labels_.end()) {
         return fallback;

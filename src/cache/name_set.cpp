@@ -3,29 +3,9 @@
 
 #include <algorithm>
 
+#include "dns/name.h"
+
 namespace nscache::cache {
-namespace {
-
-std::string_view view_of(dns::Bytes name) {
-    return std::string_view(reinterpret_cast<const char*>(name.data()), name.size());
-}
-
-// The label offsets of a well-formed wire name, its root label not counted; false for a
-// name whose labels run past its end or that has no root label.
-bool label_offsets(std::string_view name, size_t (&offsets)[128], size_t& labels) {
-    labels = 0;
-    size_t offset = 0;
-    while (offset < name.size()) {
-        const auto label = static_cast<uint8_t>(name[offset]);
-        if (label == 0) return offset + 1 == name.size();
-        if (labels == std::size(offsets)) return false;
-        offsets[labels++] = offset;
-        offset += 1 + size_t{label};
-    }
-    return false;
-}
-
-}  // namespace
 
 void NameSet::add_last_label(std::string_view name, const size_t (&offsets)[128], size_t labels) {
     const std::string_view last = name.substr(offsets[labels - 1]);
@@ -35,10 +15,10 @@ void NameSet::add_last_label(std::string_view name, const size_t (&offsets)[128]
 }
 
 void NameSet::add_name(dns::Bytes lower_name) {
-    const std::string_view name = view_of(lower_name);
+    const std::string_view name = dns::name_chars(lower_name);
     size_t offsets[128];
     size_t labels = 0;
-    if (!label_offsets(name, offsets, labels)) return;
+    if (!dns::label_offsets(name, offsets, labels)) return;
     if (labels == 0) {
         root_ = true;
         return;
@@ -48,10 +28,10 @@ void NameSet::add_name(dns::Bytes lower_name) {
 }
 
 void NameSet::add_subtree(dns::Bytes lower_name) {
-    const std::string_view name = view_of(lower_name);
+    const std::string_view name = dns::name_chars(lower_name);
     size_t offsets[128];
     size_t labels = 0;
-    if (!label_offsets(name, offsets, labels)) return;
+    if (!dns::label_offsets(name, offsets, labels)) return;
     if (labels == 0) {
         covers_everything_ = true;
         return;
@@ -61,19 +41,19 @@ void NameSet::add_subtree(dns::Bytes lower_name) {
 }
 
 void NameSet::add_exception(dns::Bytes lower_name) {
-    const std::string_view name = view_of(lower_name);
+    const std::string_view name = dns::name_chars(lower_name);
     size_t offsets[128];
     size_t labels = 0;
-    if (!label_offsets(name, offsets, labels) || labels == 0) return;
+    if (!dns::label_offsets(name, offsets, labels) || labels == 0) return;
     exceptions_.emplace(name);
 }
 
 bool NameSet::covers(dns::Bytes lower_name) const {
     if (empty()) return false;
-    const std::string_view name = view_of(lower_name);
+    const std::string_view name = dns::name_chars(lower_name);
     size_t offsets[128];
     size_t labels = 0;
-    if (!label_offsets(name, offsets, labels)) return false;
+    if (!dns::label_offsets(name, offsets, labels)) return false;
     if (covers_everything_ && exceptions_.empty()) return true;
     if (labels == 0) return root_ || covers_everything_;
     // Only a name whose last label ends one of the names or subtrees can be covered (a few:

@@ -337,7 +337,7 @@ size_t CacheShard::flush_name(dns::Bytes lower_name, uint64_t hash) {
     return removed;
 }
 
-size_t CacheShard::flush_suffix_slice(size_t slice, dns::Bytes lower_suffix) {
+size_t CacheShard::flush_slice_where(size_t slice, const std::function<bool(dns::Bytes)>& matches) {
     const size_t begin = slice * kSliceBuckets;
     const size_t end = std::min(bucket_count_, begin + kSliceBuckets);
     size_t removed = 0;
@@ -347,7 +347,7 @@ size_t CacheShard::flush_suffix_slice(size_t slice, dns::Bytes lower_suffix) {
         Entry* e = s->buckets[b];
         while (e != nullptr) {
             Entry* next = e->next;
-            if (dns::name_has_suffix(dns::Bytes(e->name(), e->name_len), lower_suffix)) {
+            if (matches(dns::Bytes(e->name(), e->name_len))) {
                 remove(e);
                 ++removed;
             }
@@ -357,24 +357,13 @@ size_t CacheShard::flush_suffix_slice(size_t slice, dns::Bytes lower_suffix) {
     return removed;
 }
 
+size_t CacheShard::flush_suffix_slice(size_t slice, dns::Bytes lower_suffix) {
+    return flush_slice_where(
+        slice, [&](dns::Bytes name) { return dns::name_has_suffix(name, lower_suffix); });
+}
+
 size_t CacheShard::flush_matching_slice(size_t slice, const NameSet& names) {
-    const size_t begin = slice * kSliceBuckets;
-    const size_t end = std::min(bucket_count_, begin + kSliceBuckets);
-    size_t removed = 0;
-    MutexLock lock(mu_);
-    State* s = &state_;
-    for (size_t b = begin; b < end; ++b) {
-        Entry* e = s->buckets[b];
-        while (e != nullptr) {
-            Entry* next = e->next;
-            if (names.covers(dns::Bytes(e->name(), e->name_len))) {
-                remove(e);
-                ++removed;
-            }
-            e = next;
-        }
-    }
-    return removed;
+    return flush_slice_where(slice, [&](dns::Bytes name) { return names.covers(name); });
 }
 
 size_t CacheShard::slice_count() const {

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -69,6 +70,8 @@ class CacheShard {
     bool is_dead(const Entry* e, uint64_t now_ms) const;
     // Unlinks `e` from its chain and the ring and frees it.
     void remove(Entry* e) NSCACHE_REQUIRES(mu_);
+    // Removes the entries of one slice of buckets whose name `matches`; takes the lock.
+    size_t flush_slice_where(size_t slice, const std::function<bool(dns::Bytes)>& matches);
     // The entry a read finds for `key` and how fresh it is, by the rules every read follows
     // (lookup, lookup_answer): a fresh one is marked visited and, near its end, taken for
     // prefetch once (`prefetch`); a dead one is removed and read as a miss (null).

@@ -247,4 +247,17 @@ std::string name_to_text(Bytes wire_name) {
     return text;
 }
 
+bool label_offsets(std::string_view name, size_t (&offsets)[128], size_t& labels) {
+    labels = 0;
+    size_t offset = 0;
+    while (offset < name.size()) {
+        const auto label = static_cast<uint8_t>(name[offset]);
+        if (label == 0) return offset + 1 == name.size();
+        if (labels == std::size(offsets)) return false;
+        offsets[labels++] = offset;
+        offset += 1 + size_t{label};
+    }
+    return false;
+}
+
 }  // namespace nscache::dns

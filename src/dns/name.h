@@ -97,4 +97,14 @@ std::optional<NameBuffer> name_from_text(std::string_view text);
 // printable ASCII and the characters . \ ( ) ; " $ @ are escaped.
 std::string name_to_text(Bytes wire_name);
 
+// An uncompressed wire name's bytes as text (for string-keyed tables of names).
+inline std::string_view name_chars(Bytes name) {
+    return std::string_view(reinterpret_cast<const char*>(name.data()), name.size());
+}
+
+// The label offsets of a well-formed uncompressed wire name, its root label not counted;
+// false for a name whose labels run past its end, that has no root label, or that has more
+// than 128 labels (a 255-byte name has at most 127).
+bool label_offsets(std::string_view name, size_t (&offsets)[128], size_t& labels);
+
 }  // namespace nscache::dns
