@@ -33,6 +33,15 @@
 #include <string.h>
 #include <time.h>
 
+// Built twice: libnss_nscachetest.so.2, and with NSCACHETEST_NO_INITGROUPS
+// libnss_nscachetestenum.so.2, which lacks initgroups_dyn so that callers fall back to
+// enumerating its groups (setgrent/getgrent_r/endgrent), as they must for such modules.
+#ifdef NSCACHETEST_NO_INITGROUPS
+#define NSS_FN(name) _nss_nscachetestenum_##name
+#else
+#define NSS_FN(name) _nss_nscachetest_##name
+#endif
+
 #define MAX_FIELDS 64
 
 // One line of the configuration split into fields (pointers into the line).
@@ -200,13 +209,13 @@ static enum nss_status lookup_passwd(const char* func, const char* key, matcher 
     return s;
 }
 
-enum nss_status _nss_nscachetest_getpwnam_r(const char* name, struct passwd* pw, char* buffer,
-                                            size_t buflen, int* errnop) {
+enum nss_status NSS_FN(getpwnam_r)(const char* name, struct passwd* pw, char* buffer, size_t buflen,
+                                   int* errnop) {
     return lookup_passwd("getpwnam_r", name, user_by_name, name, pw, buffer, buflen, errnop);
 }
 
-enum nss_status _nss_nscachetest_getpwuid_r(uid_t uid, struct passwd* pw, char* buffer,
-                                            size_t buflen, int* errnop) {
+enum nss_status NSS_FN(getpwuid_r)(uid_t uid, struct passwd* pw, char* buffer, size_t buflen,
+                                   int* errnop) {
     char key[16];
     snprintf(key, sizeof key, "%u", (unsigned)uid);
     return lookup_passwd("getpwuid_r", key, user_by_uid, &uid, pw, buffer, buflen, errnop);
@@ -263,18 +272,19 @@ static enum nss_status lookup_group(const char* func, const char* key, matcher m
     return s;
 }
 
-enum nss_status _nss_nscachetest_getgrnam_r(const char* name, struct group* gr, char* buffer,
-                                            size_t buflen, int* errnop) {
+enum nss_status NSS_FN(getgrnam_r)(const char* name, struct group* gr, char* buffer, size_t buflen,
+                                   int* errnop) {
     return lookup_group("getgrnam_r", name, group_by_name, name, gr, buffer, buflen, errnop);
 }
 
-enum nss_status _nss_nscachetest_getgrgid_r(gid_t gid, struct group* gr, char* buffer,
-                                            size_t buflen, int* errnop) {
+enum nss_status NSS_FN(getgrgid_r)(gid_t gid, struct group* gr, char* buffer, size_t buflen,
+                                   int* errnop) {
     char key[16];
     snprintf(key, sizeof key, "%u", (unsigned)gid);
     return lookup_group("getgrgid_r", key, group_by_gid, &gid, gr, buffer, buflen, errnop);
 }
 
+#ifndef NSCACHETEST_NO_INITGROUPS
 static int has_member(const char* members, const char* user) {
     size_t n = strlen(user);
     for (const char* p = members; *p;) {
@@ -289,9 +299,9 @@ static int has_member(const char* members, const char* user) {
 
 // As files' initgroups_dyn: every group listing `user` except `group` (the primary one) is
 // appended; SUCCESS when one was, NOTFOUND otherwise.
-enum nss_status _nss_nscachetest_initgroups_dyn(const char* user, gid_t group, long int* start,
-                                                long int* size, gid_t** groupsp, long int limit,
-                                                int* errnop) {
+enum nss_status NSS_FN(initgroups_dyn)(const char* user, gid_t group, long int* start,
+                                       long int* size, gid_t** groupsp, long int limit,
+                                       int* errnop) {
     enum nss_status s = prologue("initgroups_dyn", user, errnop);
     if (s != NSS_STATUS_SUCCESS) return s;
     FILE* f = open_conf();
@@ -327,6 +337,7 @@ enum nss_status _nss_nscachetest_initgroups_dyn(const char* user, gid_t group, l
     if (!any) *errnop = ENOENT;
     return any ? NSS_STATUS_SUCCESS : NSS_STATUS_NOTFOUND;
 }
+#endif
 
 // ---- services
 
@@ -375,15 +386,14 @@ static enum nss_status lookup_service(const char* func, const char* key,
     return s;
 }
 
-enum nss_status _nss_nscachetest_getservbyname_r(const char* name, const char* proto,
-                                                 struct servent* se, char* buffer, size_t buflen,
-                                                 int* errnop) {
+enum nss_status NSS_FN(getservbyname_r)(const char* name, const char* proto, struct servent* se,
+                                        char* buffer, size_t buflen, int* errnop) {
     struct service_key k = {name, 0, proto};
     return lookup_service("getservbyname_r", name, &k, se, buffer, buflen, errnop);
 }
 
-enum nss_status _nss_nscachetest_getservbyport_r(int port, const char* proto, struct servent* se,
-                                                 char* buffer, size_t buflen, int* errnop) {
+enum nss_status NSS_FN(getservbyport_r)(int port, const char* proto, struct servent* se,
+                                        char* buffer, size_t buflen, int* errnop) {
     struct service_key k = {NULL, ntohs((uint16_t)port), proto};
     char key[16];
     snprintf(key, sizeof key, "%d", k.port);
@@ -396,19 +406,18 @@ static pthread_mutex_t enum_mu = PTHREAD_MUTEX_INITIALIZER;
 static long pw_next;
 static long gr_next;
 
-enum nss_status _nss_nscachetest_setpwent(void) {
+enum nss_status NSS_FN(setpwent)(void) {
     pthread_mutex_lock(&enum_mu);
     pw_next = 0;
     pthread_mutex_unlock(&enum_mu);
     return NSS_STATUS_SUCCESS;
 }
 
-enum nss_status _nss_nscachetest_endpwent(void) {
-    return _nss_nscachetest_setpwent();
+enum nss_status NSS_FN(endpwent)(void) {
+    return NSS_FN(setpwent)();
 }
 
-enum nss_status _nss_nscachetest_getpwent_r(struct passwd* pw, char* buffer, size_t buflen,
-                                            int* errnop) {
+enum nss_status NSS_FN(getpwent_r)(struct passwd* pw, char* buffer, size_t buflen, int* errnop) {
     enum nss_status s = prologue("getpwent_r", "", errnop);
     if (s != NSS_STATUS_SUCCESS) return s;
     pthread_mutex_lock(&enum_mu);
@@ -426,19 +435,18 @@ enum nss_status _nss_nscachetest_getpwent_r(struct passwd* pw, char* buffer, siz
     return s;
 }
 
-enum nss_status _nss_nscachetest_setgrent(void) {
+enum nss_status NSS_FN(setgrent)(void) {
     pthread_mutex_lock(&enum_mu);
     gr_next = 0;
     pthread_mutex_unlock(&enum_mu);
     return NSS_STATUS_SUCCESS;
 }
 
-enum nss_status _nss_nscachetest_endgrent(void) {
-    return _nss_nscachetest_setgrent();
+enum nss_status NSS_FN(endgrent)(void) {
+    return NSS_FN(setgrent)();
 }
 
-enum nss_status _nss_nscachetest_getgrent_r(struct group* gr, char* buffer, size_t buflen,
-                                            int* errnop) {
+enum nss_status NSS_FN(getgrent_r)(struct group* gr, char* buffer, size_t buflen, int* errnop) {
     enum nss_status s = prologue("getgrent_r", "", errnop);
     if (s != NSS_STATUS_SUCCESS) return s;
     pthread_mutex_lock(&enum_mu);

@@ -140,6 +140,17 @@ TEST_F(ModuleChainTest, GroupsOfStopsAtFirstSuccessOnlyWithAnInitgroupsLine) {
     EXPECT_EQ(c.groups_of("carol", 1, true).status, Status::unavailable);
 }
 
+TEST_F(ModuleChainTest, GroupsOfEnumeratesAModuleWithoutInitgroups) {
+    write("group a 100 alice\ngroup p 7 alice\ngroup b 101 bob\ngroup c 102 bob,alice\n");
+    ModuleChain c(std::vector<std::string>{"nscachetestenum"}, NSCACHE_TEST_NSS_DIR);
+    GroupListResult r = c.groups_of("alice", 7);
+    ASSERT_EQ(r.status, Status::found);
+    EXPECT_EQ(r.entry, (std::vector<uint32_t>{100, 102}));
+    EXPECT_EQ(c.groups_of("nobody", 7).status, Status::not_found);
+    write("unavail-all\n");
+    EXPECT_EQ(c.groups_of("alice", 7).status, Status::unavailable);
+}
+
 TEST_F(ModuleChainTest, CountsCallsInTheCountFile) {
     std::string counts = conf_ + ".count";
     write("user alice 5000 5000\ncount-file " + counts + "\n");
