@@ -117,7 +117,11 @@ void NscdServer::start() {
         }
     }
     socket_.start();
-    others_.start();
+    const UserDbOptions& u = options_.users;
+    if (options_.proxy_other_databases || u.passwd != DbPolicy::decline ||
+        u.group != DbPolicy::decline || u.services != DbPolicy::decline) {
+        others_.start();
+    }
     serving_ = true;
 }
 

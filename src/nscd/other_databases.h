@@ -51,7 +51,6 @@ class OtherDatabases {
     // `deadline_ms` (now_ms's clock: the client gives up then); false when it cannot queue.
     bool submit(uint64_t connection, uid_t user, RequestType type, std::vector<uint8_t> key,
                 uint64_t deadline_ms);
-    bool queue(Job job);
     // A job of the cache (user_database.h): `work` runs on a pool thread (it may block on an
     // NSS module), and what it returns runs on the loop's thread in drain(). `id` is what
     // cancel() names it by (unique among the jobs queued).
@@ -83,6 +82,7 @@ class OtherDatabases {
         unsigned running = 0;  // lookups of this user on pool threads now
         bool in_turn = false;  // in turns_
     };
+    bool queue(Job job);
     void run();
     // Puts `user` in line for a thread if it has work and a thread to spare.
     void take_turn(uid_t user, UserQueue& queue) NSCACHE_REQUIRES(mu_);
