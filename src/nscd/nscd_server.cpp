@@ -58,7 +58,9 @@ NscdServer::NscdServer(front::HostFront& front, NscdOptions options)
       loop_(front.loop()),
       options_(std::move(options)),
       map_(options_.map),
-      others_(loop_, options_.proxy_threads),
+      // The loop's clock: the deadlines given to the pool are read from it (a test's fake one).
+      others_(loop_, options_.proxy_threads, other_database_reply,
+              [&clock = loop_.clock()] { return milliseconds(clock.now()); }),
       requests_(kMaxRequests),
       users_(loop_, others_, counters_, options_.users,
              [this](uint64_t id) { return socket_.find(id); }),
