@@ -105,8 +105,8 @@ Setter failure_duration(uint32_t Config::*field) {
 Setter nscd_policy(std::string Config::*field) {
     return [field](const toml::node& node, Config& c) -> Result<void> {
         auto text = node.value<std::string>();
-        if (!text || (*text != "auto" && *text != "cache" && *text != "proxy" &&
-                      *text != "decline")) {
+        if (!text ||
+            (*text != "auto" && *text != "cache" && *text != "proxy" && *text != "decline")) {
             return Error{"expected \"auto\", \"cache\", \"proxy\" or \"decline\""};
         }
         c.*field = *text;
@@ -323,8 +323,9 @@ const std::map<std::string, Setter, std::less<>>& setters() {
                  c.nscd_netgroup = *text;
                  return {};
              }
-             return Error{"netgroup is not served on the nscd socket (every nscd CVE of "
-                          "2021-2024 lived there): expected \"auto\" or \"decline\""};
+             return Error{
+                 "netgroup is not served on the nscd socket (every nscd CVE of "
+                 "2021-2024 lived there): expected \"auto\" or \"decline\""};
          }},
         {"nscd-positive-ttl", duration_s(&Config::nscd_positive_ttl)},
         {"nscd-negative-ttl", duration_s(&Config::nscd_negative_ttl)},

@@ -279,7 +279,7 @@ Result<void> Daemon::open_fronts() {
         o.map.data_size = static_cast<uint32_t>(config_.nscd_map_size);
         o.users.map.data_size = o.map.data_size;
         // nscd-other-databases, when set, is the default of each database's key.
-        const std::string fallback = !config_.nscd_other_databases_set ? "auto"
+        const std::string fallback = !config_.nscd_other_databases_set    ? "auto"
                                      : config_.nscd_proxy_other_databases ? "proxy"
                                                                           : "decline";
         auto policy = [&](const std::string& key) {

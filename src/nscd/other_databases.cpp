@@ -73,8 +73,8 @@ std::vector<uint8_t> passwd_reply(RequestType type, const std::string& key) {
         if (rc != 0 && rc != ENOENT && rc != ESRCH && rc != EBADF && rc != EPERM) return {};
         return not_found(type);
     }
-    nsdb::PasswdEntry e{pw.pw_name, pw.pw_passwd, pw.pw_uid, pw.pw_gid,
-                        pw.pw_gecos, pw.pw_dir,  pw.pw_shell};
+    nsdb::PasswdEntry e{pw.pw_name,  pw.pw_passwd, pw.pw_uid,  pw.pw_gid,
+                        pw.pw_gecos, pw.pw_dir,    pw.pw_shell};
     return passwd_record(&e);
 }
 

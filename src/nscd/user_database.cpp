@@ -175,8 +175,7 @@ void UserDatabases::reload() {
     for (size_t i = 0; i < kDbs; ++i) {
         auto text = read_text(*paths[i]);
         const bool readable = text.has_value();
-        if (readable == state_[i].readable && (!readable || *text == state_[i].text) &&
-            !replan) {
+        if (readable == state_[i].readable && (!readable || *text == state_[i].text) && !replan) {
             continue;
         }
         if (readable == state_[i].readable && (!readable || *text == state_[i].text)) {
@@ -187,14 +186,14 @@ void UserDatabases::reload() {
         state_[i].readable = readable;
         state_[i].text = text.value_or("");
         if (i == kPasswd) {
-            passwd_ = readable ? std::optional(nsdb::PasswdFile::parse(state_[i].text))
-                               : std::nullopt;
+            passwd_ =
+                readable ? std::optional(nsdb::PasswdFile::parse(state_[i].text)) : std::nullopt;
         } else if (i == kGroup) {
-            group_ = readable ? std::optional(nsdb::GroupFile::parse(state_[i].text))
-                              : std::nullopt;
+            group_ =
+                readable ? std::optional(nsdb::GroupFile::parse(state_[i].text)) : std::nullopt;
         } else {
-            services_ = readable ? std::optional(nsdb::ServicesFile::parse(state_[i].text))
-                                 : std::nullopt;
+            services_ =
+                readable ? std::optional(nsdb::ServicesFile::parse(state_[i].text)) : std::nullopt;
         }
     }
     // initgroups answers use the passwd file (is the user a files user?).
@@ -239,7 +238,7 @@ UserDatabases::Db UserDatabases::db_of(RequestType type) {
 }
 
 std::atomic<uint64_t>& UserDatabases::counter(Db db, int which) {
-    static constexpr std::atomic<uint64_t> WorkerCounters::* kFields[kDbs][4] = {
+    static constexpr std::atomic<uint64_t> WorkerCounters::*kFields[kDbs][4] = {
         {&WorkerCounters::nscd_passwd_hits, &WorkerCounters::nscd_passwd_misses,
          &WorkerCounters::nscd_passwd_proxied, &WorkerCounters::nscd_passwd_declined},
         {&WorkerCounters::nscd_group_hits, &WorkerCounters::nscd_group_misses,
@@ -467,9 +466,8 @@ void UserDatabases::start_job(RequestConnection& connection, Db db, RequestType 
 
 // On a pool thread: asks the sources (or libc) and encodes the reply there.
 OtherDatabases::Finish UserDatabases::run_job(uint64_t token, std::shared_ptr<ModuleSource> m,
-                                              RequestType type, std::string text,
-                                              bool cached_proxy, std::vector<uint32_t> files_groups,
-                                              bool files_user) {
+                                              RequestType type, std::string text, bool cached_proxy,
+                                              std::vector<uint32_t> files_groups, bool files_user) {
     Outcome o;
     if (cached_proxy || m == nullptr) {
         o.reply = other_database_reply(type, name_key(text));

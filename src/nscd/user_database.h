@@ -164,8 +164,8 @@ class UserDatabases {
     void reply_and_publish(RequestConnection* connection, Db db, RequestType type,
                            const std::vector<uint8_t>& key, std::vector<uint8_t> reply,
                            uint32_t ttl_s);
-    void start_job(RequestConnection& connection, Db db, RequestType type,
-                   std::vector<uint8_t> key, bool cached_proxy);
+    void start_job(RequestConnection& connection, Db db, RequestType type, std::vector<uint8_t> key,
+                   bool cached_proxy);
     OtherDatabases::Finish run_job(uint64_t token, std::shared_ptr<ModuleSource> modules,
                                    RequestType type, std::string text, bool cached_proxy,
                                    std::vector<uint32_t> files_groups, bool files_user);
