@@ -99,14 +99,15 @@ TEST(ConfigText, NscdDatabasePoliciesAndTtls) {
     EXPECT_FALSE(c.nscd_other_databases_set);
     EXPECT_EQ(c.nscd_positive_ttl, 600u);
     EXPECT_EQ(c.nscd_negative_ttl, 20u);
-    ASSERT_FALSE(load_config_text("nscd-passwd = \"cache\"\n"
-                                  "nscd-group = \"proxy\"\n"
-                                  "nscd-services = \"decline\"\n"
-                                  "nscd-netgroup = \"decline\"\n"
-                                  "nscd-positive-ttl = \"1h\"\n"
-                                  "nscd-negative-ttl = \"5s\"\n"
-                                  "nscd-other-databases = \"proxy\"\n",
-                                  "test", c));
+    ASSERT_FALSE(
+        load_config_text("nscd-passwd = \"cache\"\n"
+                         "nscd-group = \"proxy\"\n"
+                         "nscd-services = \"decline\"\n"
+                         "nscd-netgroup = \"decline\"\n"
+                         "nscd-positive-ttl = \"1h\"\n"
+                         "nscd-negative-ttl = \"5s\"\n"
+                         "nscd-other-databases = \"proxy\"\n",
+                         "test", c));
     EXPECT_EQ(c.nscd_passwd, "cache");
     EXPECT_EQ(c.nscd_group, "proxy");
     EXPECT_EQ(c.nscd_services, "decline");
