@@ -427,17 +427,37 @@ def test_identical_lookups_in_flight_share_one_module_call(users, users_daemon, 
     assert len(calls) == 1, calls
 
 
+def test_name_only_a_module_knows_is_never_cached_as_not_found(users, users_daemon):
+    """`files` then a module (auto): a name the files lack is asked of the module every time,
+    so a user that appears in a directory later is found at once."""
+    users.need_module()
+    users.reset(passwd="files nscachetest")
+    conf = users.etc / "nscachetest.conf"
+    users_daemon()
+    for _ in range(2):
+        assert users.out("pwnam", "later") == "notfound"
+        assert users.out("pwuid", "5010") == "notfound"
+        assert users.out("grnam", "latergrp") == "notfound"
+    write_file(conf, MODULE_CONF + "user later 5010 5010\ngroup latergrp 5010 later\n")
+    assert users.out("pwnam", "later").startswith("passwd later:x:5010:5010:")
+    assert users.out("pwuid", "5010").startswith("passwd later:x:5010:5010:")
+    assert users.out("grnam", "latergrp") == "group latergrp:x:5010:later"
+
+
 def test_dynamic_user_range_is_never_cached_as_not_found(users, users_daemon):
     users.need_module()
     users.reset(passwd="files nscachetest")
     conf = users.etc / "nscachetest.conf"
+    # "cache": negatives are kept for nscd-negative-ttl (20 s), except in systemd's range.
     users_daemon(config='nscd-passwd = "cache"\nnscd-group = "cache"\n')
-    for call in (("pwuid", "61200"), ("grgid", "61200"), ("pwnam", "dynuser")):
+    for call in (("pwuid", "61200"), ("grgid", "61200"), ("pwuid", "5500")):
         assert users.out(*call) == "notfound"
     # A systemd DynamicUser appears: found at once, whatever the negative TTL.
-    write_file(conf, MODULE_CONF + "user dynuser 61200 61200\ngroup dynuser 61200\n")
+    write_file(conf, MODULE_CONF + "user dynuser 61200 61200\ngroup dynuser 61200\nuser late 5500 5500\n")
     assert users.out("pwuid", "61200").startswith("passwd dynuser:x:61200:61200:")
     assert users.out("grgid", "61200").startswith("group dynuser:x:61200:")
+    # Outside the range the negative was cached (what makes the above mean something).
+    assert users.out("pwuid", "5500") == "notfound"
 
 
 def test_musl_client_gets_module_users_through_the_socket(users, users_daemon):
