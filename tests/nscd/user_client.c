@@ -12,8 +12,10 @@
  *   user_client servname NAME PROTO|-   getservbyname_r ("-": no protocol)
  *   user_client servport PORT PROTO|-   getservbyport_r, PORT in host order (htons'd here, as
  *                                       callers do)
- *   user_client warm CMD ARGS...    CMD twice, with write(2)s of "--" around the second (a
- *                                   trace shows what a warm call costs)
+ *   user_client warm CMD ARGS... [, CMD ARGS...]...
+ *                                   the lookups in order, then again with write(2)s of "--"
+ *                                   around the second round (a trace shows what warm calls
+ *                                   cost; several in one process share glibc's back-off flags)
  *   user_client repeat N CMD ARGS...  CMD N times, printing only the distinct outcomes' count
  *                                     of "notfound"/"error"/"ok" lines: "ok A notfound B error C"
  *
@@ -127,6 +129,18 @@ static int lookup(int argc, char** argv, int print) {
     return -1;
 }
 
+// The lookups of argv separated by "," one after the other: the last one's outcome, or -1.
+static int lookups(int argc, char** argv) {
+    int o = -1;
+    for (int i = 0; i < argc;) {
+        int n = 0;
+        while (i + n < argc && strcmp(argv[i + n], ",") != 0) ++n;
+        if ((o = lookup(n, argv + i, 1)) < 0) return -1;
+        i += n + 1;
+    }
+    return o;
+}
+
 static int usage(void) {
     fprintf(stderr,
             "usage: user_client pwnam|pwuid|grnam|grgid KEY | grouplist NAME GID |\n"
@@ -137,10 +151,10 @@ static int usage(void) {
 int main(int argc, char** argv) {
     if (argc < 2) return usage();
     if (strcmp(argv[1], "warm") == 0) {
-        if (lookup(argc - 2, argv + 2, 1) < 0) return usage();
+        if (lookups(argc - 2, argv + 2) < 0) return usage();
         fflush(stdout);
         if (write(1, "--\n", 3) != 3) return 1;
-        const int o = lookup(argc - 2, argv + 2, 1);
+        const int o = lookups(argc - 2, argv + 2);
         fflush(stdout);
         if (write(1, "--\n", 3) != 3) return 1;
         return o;

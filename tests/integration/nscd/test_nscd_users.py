@@ -221,6 +221,20 @@ def test_warm_lookup_is_a_map_read(users, users_daemon):
         assert r.stdout.split("--\n")[1].strip() == first, call
 
 
+def test_warm_lookups_of_every_database_in_one_process(users, users_daemon):
+    """glibc keeps one back-off flag for group and initgroups: a declined INITGROUPS would
+    send the process's next group lookups to the files. Every database, in one process."""
+    users_daemon()
+    seq = ["grouplist", "alice", "1001", ",", "grnam", "staff", ",", "grgid", "2001", ",",
+           "pwnam", "bob", ",", "pwuid", "1003", ",", "servname", "ssh", "tcp", ",", "grouplist", "dave", "100"]
+    r = users.run([*STRACE, "-f", "-e", "trace=connect,sendto,openat,write", users.bin, "warm", *seq])
+    parts = r.stderr.split('write(1, "--\\n", 3)')
+    assert len(parts) == 3, r.stderr
+    assert SOCKET not in parts[1] and "/etc/" not in parts[1], parts[1]
+    rounds = r.stdout.split("--\n")
+    assert rounds[0] == rounds[1] and rounds[1].count("\n") == 7, r.stdout
+
+
 def _user_line(name, uid):
     return f"{name}:x:{uid}:{uid}:{name}:/home/{name}:/bin/sh\n"
 
