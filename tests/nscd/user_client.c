@@ -117,11 +117,9 @@ static int lookup(int argc, char** argv, int print) {
         if (argc < 3) return -1;
         const char* proto = strcmp(argv[2], "-") == 0 ? NULL : argv[2];
         struct servent se, *res = NULL;
-        const int rc =
-            cmd[4] == 'n'
-                ? getservbyname_r(key, proto, &se, buffer, sizeof buffer, &res)
-                : getservbyport_r(htons((uint16_t)strtoul(key, NULL, 10)), proto, &se, buffer,
-                                  sizeof buffer, &res);
+        const int rc = cmd[4] == 'n' ? getservbyname_r(key, proto, &se, buffer, sizeof buffer, &res)
+                                     : getservbyport_r(htons((uint16_t)strtoul(key, NULL, 10)),
+                                                       proto, &se, buffer, sizeof buffer, &res);
         const int o = outcome(rc, res, print);
         if (o == FOUND && print) print_service(res);
         return o;
