@@ -58,8 +58,12 @@ NscdServer::NscdServer(front::HostFront& front, NscdOptions options)
       loop_(front.loop()),
       options_(std::move(options)),
       map_(options_.map),
-      others_(loop_, options_.proxy_threads),
+      // The loop's clock: the deadlines given to the pool are read from it (a test's fake one).
+      others_(loop_, options_.proxy_threads, other_database_reply,
+              [&clock = loop_.clock()] { return milliseconds(clock.now()); }),
       requests_(kMaxRequests),
+      users_(loop_, others_, counters_, options_.users,
+             [this](uint64_t id) { return socket_.find(id); }),
       socket_(loop_, *this,
               front::RequestSocketOptions{.path = options_.socket_path,
                                           .what = "nscd socket",
@@ -99,8 +103,10 @@ Result<void> NscdServer::open() {
     // Not listening yet: the daemon's own initgroups() must not wait on this socket.
     if (auto bound = socket_.bind(); !bound) return bound;
     if (auto error = map_.open(wall_s())) return Error{*error};
-    log_info("nscd socket %s (other databases: %s)", options_.socket_path.c_str(),
-             options_.proxy_other_databases ? "proxied through NSS" : "declined");
+    if (auto error = users_.open(wall_s())) return Error{*error};
+    log_info("nscd socket %s (passwd: %s, group: %s, services: %s)", options_.socket_path.c_str(),
+             db_policy_name(options_.users.passwd), db_policy_name(options_.users.group),
+             db_policy_name(options_.users.services));
     return {};
 }
 
@@ -113,7 +119,11 @@ void NscdServer::start() {
         }
     }
     socket_.start();
-    if (options_.proxy_other_databases) others_.start();
+    const UserDbOptions& u = options_.users;
+    if (options_.proxy_other_databases || u.passwd != DbPolicy::decline ||
+        u.group != DbPolicy::decline || u.services != DbPolicy::decline) {
+        others_.start();
+    }
     serving_ = true;
 }
 
@@ -122,11 +132,13 @@ void NscdServer::on_thread_start() {
     const bool watching = netlink_.open(loop_, [this](uint32_t s) { map_.set_netlink_stamp(s); });
     // Without netlink, 0: the clients dump their interfaces every time, as with no nscd.
     map_.set_netlink_stamp(watching ? netlink_.stamp() : 0);
+    users_.start();
     heartbeat();
 }
 
 void NscdServer::heartbeat() {
     map_.heartbeat(wall_s());
+    users_.heartbeat(wall_s());
     loop_.add_timer(loop_.now_ms() + kHeartbeatMs, [this] { heartbeat(); });
 }
 
@@ -135,6 +147,7 @@ void NscdServer::on_stopped() {
     serving_ = false;
     others_.stop();
     map_.shutdown();
+    users_.shutdown();
     // Lookups the front had not answered: their clients fall back to NSS now, not after the
     // workers' drain.
     socket_.close();
@@ -248,15 +261,15 @@ void NscdServer::on_request(RequestConnection& connection, std::span<const uint8
         return;
     }
     if (is_other_type(type)) {
-        if (self || !options_.proxy_other_databases) {
-            connection.send(declined_reply(type));
-            return;
-        }
-        bump(counters_.nscd_other_requests);
-        if (!others_.submit(connection.id(), connection.peer_uid(), type, std::move(key),
-                            loop_.now_ms() + kConnectionTimeoutMs)) {
-            connection.send({});
-        }
+        users_.on_request(connection, type, std::move(key), self);
+        return;
+    }
+    if (type == GETFDPW || type == GETFDGR || type == GETFDSERV || type == GETFDNETGR) {
+        std::string name;
+        int fd = -1;
+        std::vector<uint8_t> reply;
+        if (!self && string_key(key, name)) reply = users_.fd_reply(type, name, fd);
+        connection.send(std::move(reply), fd);
         return;
     }
     if (type == INVALIDATE) {
@@ -265,7 +278,12 @@ void NscdServer::on_request(RequestConnection& connection, std::span<const uint8
             connection.send({});
             return;
         }
-        if (name == "hosts") flush_map();
+        // Other names (netgroup): nothing cached, nothing to flush.
+        if (name == "hosts") {
+            flush_map();
+        } else {
+            users_.invalidate(name);
+        }
         const int32_t done = 0;
         const auto* b = reinterpret_cast<const uint8_t*>(&done);
         connection.send(std::vector<uint8_t>(b, b + sizeof done));
@@ -279,7 +297,7 @@ void NscdServer::on_request(RequestConnection& connection, std::span<const uint8
 void NscdServer::on_close(RequestConnection& connection) {
     // A client that hung up (or timed out) before its passwd or group lookup ran: a flood of
     // such requests runs no lookups.
-    if (options_.proxy_other_databases) others_.cancel(connection.id(), connection.peer_uid());
+    users_.on_close(connection);
 }
 
 void NscdServer::start_host_lookup(RequestConnection* connection, RequestType type,

@@ -24,13 +24,20 @@
 #include "nscd/map_writer.h"
 #include "nscd/netlink_watch.h"
 #include "nscd/other_databases.h"
+#include "nscd/user_database.h"
 
 namespace nscache::nscd {
 
 struct NscdOptions {
     std::string socket_path;            // /var/run/nscd/socket when installed
     bool proxy_other_databases = true;  // false: "decline", glibc asks NSS itself
-    unsigned proxy_threads = 4;
+    // The pool that runs proxied lookups and NSS module jobs. Its threads mostly wait on a
+    // slow source (a directory away): sized for blocked calls, not for cores, so that 50
+    // lookups stuck on one source still leave threads for other users (one holds at most
+    // half, other_databases.h) and the 2.5 s deadline, not the pool, bounds a client's wait.
+    unsigned proxy_threads = 16;
+    // passwd, group, initgroups, services (user_database.h).
+    UserDbOptions users;
     // Connections one user may hold open at once (max-connections-per-user; root: no limit
     // but kMaxConnections).
     size_t max_connections_per_user = 256;
@@ -64,6 +71,7 @@ class NscdServer final : public front::Protocol {
     }
     // The map's records and how often it was flushed or rotated (tests).
     size_t map_entries() const { return map_.entries(); }
+    UserDatabases& user_databases() { return users_; }
     uint64_t map_rotations() const { return map_.rotations(); }
 
     // front::Protocol. start(): listens (the privilege drop is over) and accepts.
@@ -133,6 +141,7 @@ class NscdServer final : public front::Protocol {
     uint64_t deferred_seen_ = 0;
     std::atomic<bool> flush_requested_{false};
     bool serving_ = false;  // start() listened: on_stopped() has a map to shut down
+    UserDatabases users_;
     // Last: its clients close before what their requests refer to.
     front::RequestSocket socket_;
 };

@@ -21,7 +21,9 @@ namespace {
 // room for a few hundred thousand while still refusing a runaway file.
 constexpr size_t kMaxFileBytes = 64u << 20;
 
-bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+bool is_space(char c) {
+    return std::isspace(static_cast<unsigned char>(c)) != 0;
+}
 
 // Calls `fn` with each line the files module parses: the newline (and for services, from the
 // first '#') cut off, leading white space skipped, blank and comment lines left out.

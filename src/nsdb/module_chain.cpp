@@ -116,7 +116,9 @@ Library& library_for(const std::string& folder, const std::string& service) {
     return *lib;
 }
 
-std::string text_of(const char* s) { return s != nullptr ? std::string(s) : std::string(); }
+std::string text_of(const char* s) {
+    return s != nullptr ? std::string(s) : std::string();
+}
 
 std::vector<std::string> list_of(char** items) {
     std::vector<std::string> out;
@@ -177,15 +179,15 @@ Found<Entry> first_found(const std::vector<Library*>& libs, FnOf&& fn_of, Lookup
         }
         Raw raw{};
         std::vector<char> buffer;
-        int status = call_growing(raw, buffer, [&](Raw* r, char* b, size_t n, int* e) {
-            return lookup(fn, r, b, n, e);
-        });
+        int status = call_growing(
+            raw, buffer, [&](Raw* r, char* b, size_t n, int* e) { return lookup(fn, r, b, n, e); });
         if (status == kSuccess) {
             result.status = Status::found;
             result.entry = copy_of(raw);
             return result;
         }
-        if (status != kNotFound) failed = true;  // TRYAGAIN, UNAVAIL, or a status no module may give
+        if (status != kNotFound)
+            failed = true;  // TRYAGAIN, UNAVAIL, or a status no module may give
     }
     result.status = failed ? Status::unavailable : Status::not_found;
     return result;
@@ -344,9 +346,7 @@ GroupListResult ModuleChain::groups_of(const std::string& user, uint32_t primary
             failed = true;
         }
     }
-    result.status = any_success ? Status::found
-                    : failed    ? Status::unavailable
-                                : Status::not_found;
+    result.status = any_success ? Status::found : failed ? Status::unavailable : Status::not_found;
     return result;
 }
 

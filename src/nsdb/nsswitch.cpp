@@ -5,16 +5,18 @@
 // glibc does not know is kept too (harmless: only the five below are asked for).
 #include "nsdb/nsswitch.h"
 
+#include <strings.h>
 #include <cctype>
 #include <cerrno>
-#include <strings.h>
 
 #include "common/files.h"
 
 namespace nscache::nsdb {
 namespace {
 
-bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+bool is_space(char c) {
+    return std::isspace(static_cast<unsigned char>(c)) != 0;
+}
 
 bool equals_nocase(std::string_view a, const char* b) {
     size_t n = std::char_traits<char>::length(b);
