@@ -195,10 +195,17 @@ def test_answers_match_nss_straight(users, users_daemon, sources):
     assert straight[0][("pwnam", "nosuchuser")] == "notfound"
     if sources != "files":
         assert straight[0][("pwnam", "modonly")].startswith("passwd modonly:")
-    users_daemon()
+    d = users_daemon()
     for _ in range(2):  # the second time from the maps
         _same(straight[0], users.answers(calls))
         _same(straight[1], _commands(users, commands))
+    stats = dict(_flat(d.stats()))
+    for db in ("passwd", "group", "services"):
+        assert stats[f"nscd_{db}_hits"] > 0, stats  # answered from the files' index
+        assert stats[f"nscd_{db}_proxied"] == stats[f"nscd_{db}_declined"] == 0, stats
+    if sources == "files":
+        # Nothing but files: NSS was never asked.
+        assert stats["nscd_passwd_misses"] == stats["nscd_group_misses"] == 0, stats
 
 
 WARM = [("pwnam", "alice"), ("pwuid", "1001"), ("grnam", "staff"), ("grgid", "2001"),
@@ -301,7 +308,13 @@ def test_policies_answer_as_nss(users, users_daemon, mode):
     for _ in range(2):
         _same(straight[0], users.answers(calls))
         _same(straight[1], _commands(users, COMMANDS))
-    assert d.proc.poll() is None
+    stats = dict(_flat(d.stats()))
+    for db in ("passwd", "group", "services"):
+        proxied, declined = stats[f"nscd_{db}_proxied"], stats[f"nscd_{db}_declined"]
+        assert (proxied > 0) == (mode == "proxy"), (db, stats)
+        # (A proxy's own libc calls reach the socket too, and are declined: not counted here.)
+        if mode != "proxy":
+            assert (declined > 0) == (mode == "decline"), (db, stats)
 
 
 def test_nscd_other_databases_is_the_default_of_the_four(users, users_daemon):
@@ -433,12 +446,13 @@ def test_identical_lookups_in_flight_share_one_module_call(users, users_daemon, 
     count.write_text("")
     write_file(users.etc / "nscachetest.conf",
                MODULE_CONF + f"user shared 5003 5003\ndelay-name shared 1000\ncount-file {count}\n")
-    users_daemon()
+    d = users_daemon()
     r = users.run(["/usr/bin/python3", "-c", CONCURRENT, SOCKET, str(GETPWBYNAME), "shared", "8", "10"])
     lines = r.stdout.splitlines()[1:]
     assert len(lines) == 8 and all(line.split()[1] == "1" for line in lines), r
     calls = [line for line in count.read_text().splitlines() if "shared" in line]
     assert len(calls) == 1, calls
+    assert dict(_flat(d.stats()))["nscd_jobs_coalesced"] > 0
 
 
 def test_name_only_a_module_knows_is_never_cached_as_not_found(users, users_daemon):
