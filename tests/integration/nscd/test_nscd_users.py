@@ -31,7 +31,7 @@ STRACE = ["env", "ASAN_OPTIONS=detect_leaks=0", "strace"]
 MODULE = "libnss_nscachetest.so.2"
 # A change to a file is seen by every client within 1 s (issue 18): polled for that and some
 # slack for a loaded CI machine; the assertion is that it is seen, not how fast.
-SEEN_WITHIN = 2.5
+SEEN_WITHIN = 2.0
 
 
 def _module_dir(build):
