@@ -387,6 +387,22 @@ def test_module_failure_is_an_error_never_not_found(users, users_daemon, failure
     assert users.out("pwnam", "flaky") == "passwd flaky:x:5002:5002:Flaky:/home/flaky:/bin/sh"
 
 
+def test_cached_entry_whose_source_fails_serves_until_its_ttl(users, users_daemon):
+    """A directory that goes down keeps its users served from the map until their TTL; then
+    they are dropped, and the caller sees the source's error, never "not found"."""
+    users.need_module()
+    users.reset(passwd="files nscachetest")
+    conf = users.etc / "nscachetest.conf"
+    users_daemon(config='nscd-positive-ttl = "2s"\n')
+    want = "passwd modonly:x:5001:5001:Module-only:/home/modonly:/bin/sh"
+    assert users.out("pwnam", "modonly") == want
+    cached = time.monotonic()
+    write_file(conf, MODULE_CONF + "tryagain modonly\n")
+    assert users.out("pwnam", "modonly") == want  # from the map, well within its TTL
+    time.sleep(max(0.0, cached + 2 + 1.0 - time.monotonic()))
+    assert users.out("pwnam", "modonly") == "error 11"  # EAGAIN, as NSS straight says
+
+
 def test_module_failure_for_every_call_reads_as_nss_does(users, users_daemon):
     users.need_module()
     users.reset(passwd="files nscachetest")
