@@ -139,7 +139,7 @@ def _seen(pred, timeout=SEEN_WITHIN):
 CALLS = [
     ("pwnam", "alice"), ("pwnam", "dave"), ("pwnam", "root"), ("pwnam", "nosuchuser"),
     ("pwuid", "1002"), ("pwuid", "0"), ("pwuid", "4242"),
-    ("grnam", "users"), ("grnam", "dev"), ("grnam", "empty"), ("grnam", "nosuchgroup"),
+    ("grnam", "users"), ("grnam", "dev"), ("grnam", "big"), ("grgid", "3000"), ("grnam", "empty"), ("grnam", "nosuchgroup"),
     ("grgid", "2000"), ("grgid", "100"), ("grgid", "4242"),
     ("grouplist", "alice", "1001"), ("grouplist", "dave", "100"), ("grouplist", "carol", "1003"),
     ("grouplist", "nosuchuser", "4242"),

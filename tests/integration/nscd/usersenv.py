@@ -27,7 +27,7 @@ dev:x:2001:alice,carol,dave
 ops:x:2002:bob
 empty:x:2003:
 nogroup:x:65534:
-"""
+""" + "big:x:3000:" + ",".join([f"member{i:03d}" for i in range(150)] + ["alice"]) + "\n"
 
 SERVICES = """# the test's own services
 ftp\t\t21/tcp
