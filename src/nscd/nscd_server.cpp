@@ -57,7 +57,7 @@ NscdServer::NscdServer(front::HostFront& front, NscdOptions options)
       counters_(front.counters()),
       loop_(front.loop()),
       options_(std::move(options)),
-      map_(options_.map),
+      map_(loop_, counters_, options_.map, 0, "hosts"),
       // The loop's clock: the deadlines given to the pool are read from it (a test's fake one).
       others_(loop_, options_.proxy_threads, other_database_reply,
               [&clock = loop_.clock()] { return milliseconds(clock.now()); }),
@@ -71,7 +71,8 @@ NscdServer::NscdServer(front::HostFront& front, NscdOptions options)
                                           .timeout_ms = kConnectionTimeoutMs,
                                           .max_per_user = options_.max_connections_per_user,
                                           .inherited_fd = options_.inherited_fd}) {
-    map_.set_drop_listener([this](const std::string& key) { cancel_refresh(key); });
+    map_.writer().set_drop_listener([this](const std::string& key) { cancel_refresh(key); });
+    map_.set_expired_listener([this] { set_levels(); });
     front.add(*this, options_.max_connections_per_user);
 }
 
@@ -129,9 +130,10 @@ void NscdServer::start() {
 
 void NscdServer::on_thread_start() {
     if (!serving_) return;
-    const bool watching = netlink_.open(loop_, [this](uint32_t s) { map_.set_netlink_stamp(s); });
+    const bool watching =
+        netlink_.open(loop_, [this](uint32_t s) { map_.writer().set_netlink_stamp(s); });
     // Without netlink, 0: the clients dump their interfaces every time, as with no nscd.
-    map_.set_netlink_stamp(watching ? netlink_.stamp() : 0);
+    map_.writer().set_netlink_stamp(watching ? netlink_.stamp() : 0);
     users_.start();
     heartbeat();
 }
@@ -167,8 +169,7 @@ void NscdServer::invalidate_map() {
 
 void NscdServer::flush_map() {
     ++flushes_;
-    map_.flush(wall_s());
-    count_rotations();
+    map_.flush();
     set_levels();
 }
 
@@ -184,29 +185,6 @@ void NscdServer::set_levels() {
     set_level(counters_.nscd_refresh_timers, refresh_timers_.size());
 }
 
-void NscdServer::count_rotations() {
-    if (map_.rotations() != rotations_seen_) {
-        bump(counters_.nscd_map_rotations, map_.rotations() - rotations_seen_);
-        rotations_seen_ = map_.rotations();
-        settle_map(1);
-    }
-    if (map_.deferred_rotations() != deferred_seen_) {
-        bump(counters_.nscd_map_deferred, map_.deferred_rotations() - deferred_seen_);
-        deferred_seen_ = map_.deferred_rotations();
-    }
-}
-
-void NscdServer::settle_map(uint64_t retry_ms) {
-    if (settle_timer_ != EventLoop::kNoTimer || map_.settle()) return;
-    // The guard threads point at a new map within microseconds as a rule: look again soon,
-    // backing off, rather than wait on this thread.
-    settle_timer_ = loop_.add_timer(loop_.now_ms() + retry_ms, [this, retry_ms] {
-        settle_timer_ = EventLoop::kNoTimer;
-        loop_.refresh_now();
-        settle_map(std::min<uint64_t>(retry_ms * 2, kHeartbeatMs));
-    });
-}
-
 size_t NscdServer::request_size(std::span<const uint8_t> in) const {
     RequestHeader header;
     if (in.size() < sizeof header) return 0;
@@ -220,17 +198,9 @@ size_t NscdServer::request_size(std::span<const uint8_t> in) const {
 }
 
 void NscdServer::send_map(RequestConnection& connection) {
-    const MapFile* map = map_.current();
-    if (map == nullptr || map->reader_fd() < 0) {
-        connection.send({});  // no descriptor: the client uses the socket only
-        return;
-    }
-    static const char kName[] = "hosts";
-    std::vector<uint8_t> reply(kName, kName + sizeof kName);
-    const uint64_t size = map->map_size();
-    const auto* b = reinterpret_cast<const uint8_t*>(&size);
-    reply.insert(reply.end(), b, b + sizeof size);
-    connection.send(std::move(reply), map->reader_fd());
+    int fd = -1;
+    std::vector<uint8_t> reply = map_.fd_reply(fd);  // empty: the client uses the socket only
+    connection.send(std::move(reply), fd);
 }
 
 void NscdServer::on_request(RequestConnection& connection, std::span<const uint8_t> request) {
@@ -375,11 +345,8 @@ void NscdServer::answer_host(RequestId id, const hostdb::HostAnswer& answer) {
     if (!reply.empty() && answer.ttl > 0 && r.flushes == flushes_) {
         // A refresh that found the name gone leaves the old record to expire on time.
         const bool publish = r.connection_id != kNoConnection || answer.found();
-        const bool published =
-            publish && map_.publish(r.type, r.key, reply, answer.ttl, loop_.now_ms(), wall_s());
-        count_rotations();
+        const bool published = publish && map_.publish(r.type, r.key, reply, answer.ttl);
         if (published) {
-            schedule_expiry(map_.expiry_of(r.type, r.key));
             if (options_.prefetch && answer.found() && !answer.from_hosts_file) {
                 schedule_refresh(r, answer);
             }
@@ -387,21 +354,6 @@ void NscdServer::answer_host(RequestId id, const hostdb::HostAnswer& answer) {
         set_levels();
     }
     if (connection != nullptr) connection->send(std::move(reply));
-}
-
-void NscdServer::schedule_expiry(uint64_t due_ms) {
-    if (due_ms == 0) return;
-    if (expiry_timer_ != EventLoop::kNoTimer && expiry_due_ms_ <= due_ms) return;
-    loop_.cancel_timer(expiry_timer_);
-    expiry_due_ms_ = due_ms;
-    expiry_timer_ = loop_.add_timer(due_ms, [this] {
-        expiry_timer_ = EventLoop::kNoTimer;
-        loop_.refresh_now();
-        const uint64_t next = map_.expire(loop_.now_ms());
-        set_levels();
-        expiry_due_ms_ = 0;
-        schedule_expiry(next);
-    });
 }
 
 void NscdServer::schedule_refresh(const Request& r, const hostdb::HostAnswer& answer) {

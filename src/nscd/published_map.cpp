@@ -49,7 +49,6 @@ std::vector<uint8_t> PublishedMap::fd_reply(int& fd) const {
 bool PublishedMap::publish(RequestType type, std::span<const uint8_t> key,
                            std::span<const uint8_t> reply, uint32_t ttl_s) {
     if (!opened()) return false;
-    loop_.refresh_now();
     const bool published = writer_.publish(type, key, reply, ttl_s, loop_.now_ms(), wall_s());
     count_rotations();
     if (published) schedule_expiry(writer_.expiry_of(type, key));
@@ -85,6 +84,7 @@ void PublishedMap::schedule_expiry(uint64_t due_ms) {
         const uint64_t next = writer_.expire(loop_.now_ms());
         expiry_due_ms_ = 0;
         schedule_expiry(next);
+        if (expired_) expired_();
     });
 }
 

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// One of the nscd front's shared maps (passwd, group, services) with what keeps it honest
+// One of the nscd front's shared maps (hosts, passwd, group, services) with what keeps it honest
 // over time: its own running guard (running_guard.h: each map's flag needs its own), the timer
 // that retires records when their TTL runs out, the settle step after a rotation and the
 // once-a-second heartbeat, all on the host front's thread, which alone calls it.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -18,7 +19,8 @@ namespace nscache::nscd {
 
 class PublishedMap {
   public:
-    // `guard`: this map's index in RunningGuard::instance (1..3); `name`: the GETFD* key.
+    // `guard`: this map's index in RunningGuard::instance (0 hosts, 1..3); `name`: the GETFD*
+    // key.
     PublishedMap(EventLoop& loop, WorkerCounters& counters, MapOptions options, size_t guard,
                  std::string name);
     PublishedMap(const PublishedMap&) = delete;
@@ -31,8 +33,16 @@ class PublishedMap {
     // empty reply and -1 when there is no map: the client then uses the socket).
     std::vector<uint8_t> fd_reply(int& fd) const;
 
+    // At the loop's time of this turn.
     bool publish(RequestType type, std::span<const uint8_t> key, std::span<const uint8_t> reply,
                  uint32_t ttl_s);
+    uint64_t expiry_of(RequestType type, std::span<const uint8_t> key) const {
+        return writer_.expiry_of(type, key);
+    }
+    // Called after the expiry timer retired records (the caller's levels).
+    void set_expired_listener(std::function<void()> listener) { expired_ = std::move(listener); }
+    // The writer itself: its drop listener, the netlink stamp (hosts).
+    MapWriter& writer() { return writer_; }
     void flush();
     void heartbeat(uint64_t now_s);
     void shutdown();
@@ -56,6 +66,7 @@ class PublishedMap {
     EventLoop::TimerHandle expiry_timer_ = EventLoop::kNoTimer;
     uint64_t expiry_due_ms_ = 0;
     EventLoop::TimerHandle settle_timer_ = EventLoop::kNoTimer;
+    std::function<void()> expired_;
 };
 
 }  // namespace nscache::nscd
