@@ -7,7 +7,6 @@ useradd and vipw do), with /var/run/nscd on a tmpfs. Each answer is compared wit
 same client gets with no daemon running (glibc then asks `files` and the test NSS module,
 libnss_nscachetest.so.2, straight)."""
 
-import json
 import os
 import subprocess
 import sys

@@ -55,10 +55,9 @@ def nsswitch(passwd="files", group=None, services="files"):
             f"networks: files\nprotocols: files\nservices: {services}\n")
 
 
-# glibc's nscd request types (nscd/nscd-client.h) and the header every request starts with.
-GETPWBYNAME, GETPWBYUID, GETGRBYNAME, GETGRBYGID = 0, 1, 2, 3
-GETHOSTBYNAME, INVALIDATE, INITGROUPS = 4, 10, 15
-NSCD_VERSION = 2
+# glibc's nscd request type (nscd/nscd-client.h) the scripts below are given; every request
+# starts with (version 2, type, key length), INVALIDATE is type 10.
+GETPWBYNAME = 0
 
 
 def write_file(path, text, how="rename"):
