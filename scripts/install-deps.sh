@@ -16,6 +16,8 @@ packages=(
   unbound openssl
   # the nscd front's tests: trace a warm getaddrinfo, give the test namespace an IPv6 address
   strace iproute2
+  # the user-database tests: a static musl client (musl asks nscd's socket for passwd/group)
+  musl-tools
   # the shared tier's tests: real Redis and Redis Cluster (redis-cli comes with redis-tools)
   redis-server redis-tools
   # fuzzing and sanitizers

@@ -28,10 +28,18 @@ _LO_UP = ("import fcntl,socket,struct; s=socket.socket(socket.AF_INET,socket.SOC
 
 
 class Namespace:
-    def __init__(self, workdir, module_dir, resolv_conf, hosts, nsswitch, private_run=False):
+    def __init__(self, workdir, module_dir, resolv_conf, hosts, nsswitch, private_run=False,
+                 whole_etc=False):
         self.workdir = Path(workdir)
         self.module_dir = str(module_dir)
         self.etc = self.workdir / "etc"
+        if whole_etc:
+            # A copy of the host's /etc mounted over /etc as a whole: the test's files can then
+            # be edited in place and replaced by rename (as useradd and vipw do), which a file
+            # bind mount refuses (EBUSY).
+            shutil.copytree("/etc", self.etc, symlinks=True, ignore_dangling_symlinks=True)
+            for f in ("resolv.conf", "hosts", "nsswitch.conf"):
+                (self.etc / f).unlink(missing_ok=True)
         self.etc.mkdir(parents=True, exist_ok=True)
         (self.etc / "resolv.conf").write_text(resolv_conf)
         (self.etc / "hosts").write_text(hosts)
@@ -39,6 +47,8 @@ class Namespace:
         self.env = {}  # extra environment for clients (NSCACHE_NSS_SOCKET, ...)
         mounts = " && ".join(
             f'mount --bind {self.etc / f} /etc/{f}' for f in ("resolv.conf", "hosts", "nsswitch.conf"))
+        if whole_etc:
+            mounts = f"mount --bind {self.etc} /etc"
         # A host nscd would answer before any NSS module: hide its socket directory.
         hide_nscd = "{ [ -d /var/run/nscd ] && mount -t tmpfs tmpfs /var/run/nscd || true; }"
         if private_run:
