@@ -8,6 +8,7 @@ same client gets with no daemon running (glibc then asks `files` and the test NS
 libnss_nscachetest.so.2, straight)."""
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -522,3 +523,37 @@ def test_musl_client_gets_module_users_through_the_socket(users, users_daemon):
     users_daemon()
     for _ in range(2):
         _same(glibc_straight, {c: musl(*c) for c in calls})
+
+
+@pytest.mark.threaded
+def test_shutdown_does_not_wait_for_a_lookup_stuck_in_a_module(users, users_daemon):
+    """Review item 1: a lookup stuck in an NSS module (an LDAP server away) held the shutdown
+    for the module's whole timeout, the maps and the socket still served all the while. Now
+    the maps are retired and the socket closed first, and the stuck thread is left behind."""
+    users.need_module()
+    users.reset(passwd="files nscachetest")
+    write_file(users.etc / "nscachetest.conf",
+               MODULE_CONF + "user stuck 5020 5020\ndelay-name stuck 30000\n")
+    d = users_daemon()
+    assert users.out("pwnam", "alice").startswith("passwd alice:")  # alice is in the map
+    stuck = users.ns.popen(["/usr/bin/python3", "-c", CONCURRENT, SOCKET, str(GETPWBYNAME), "stuck", "1", "40"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = stuck.stdout.readline()
+        assert first.startswith("sent"), (first, stuck.stderr.read() if stuck.poll() is not None else "")
+        os.kill(d.pid, signal.SIGTERM)
+        d.stopped_by_test = True
+        # Started after SIGTERM: answered by NSS (the map says stale, the socket is gone or
+        # closes), whatever the daemon is doing.
+        assert users.out("pwnam", "alice", timeout=10).startswith("passwd alice:")
+        assert users.out("pwnam", "bob", timeout=10).startswith("passwd bob:")
+        try:
+            code = d.proc.wait(timeout=10)  # the module holds its thread for 30 s
+        except subprocess.TimeoutExpired:
+            pytest.fail("the daemon waited on the lookup stuck in the module:\n" + d.stderr_text()[-3000:])
+        assert code == 0, d.stderr_text()[-3000:]
+        assert "still in an NSS module at shutdown" in d.stderr_text()
+    finally:
+        if stuck.poll() is None:
+            stuck.kill()
+            stuck.wait()
