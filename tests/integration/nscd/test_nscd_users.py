@@ -326,6 +326,23 @@ def test_nscd_other_databases_is_the_default_of_the_four(users, users_daemon):
     assert "/etc/passwd" in r.stderr.split('write(1, "--\\n", 3)')[1]
 
 
+def test_old_configs_other_databases_proxy_is_named_at_start(users, users_daemon):
+    """Review item 4: the example config before issue 18 had an active
+    `nscd-other-databases = "proxy"`, which an upgrade keeps: it still means proxy (nothing
+    cached), and the start says so, naming the databases it leaves uncached."""
+    d = users_daemon(config='nscd-other-databases = "proxy"\n')
+    assert 'nscd-other-databases = "proxy" makes passwd, group and services uncached; remove it' \
+        in d.stderr_text(), d.stderr_text()
+    assert users.out("pwnam", "alice").startswith("passwd alice:")
+    assert dict(_flat(d.stats()))["nscd_passwd_proxied"] > 0
+    d.stop()
+    d = users_daemon(config='nscd-other-databases = "proxy"\nnscd-passwd = "auto"\nnscd-group = "auto"\n')
+    assert 'nscd-other-databases = "proxy" makes services uncached' in d.stderr_text(), d.stderr_text()
+    d.stop()
+    d = users_daemon(config='nscd-other-databases = "decline"\n')
+    assert "nscd-other-databases" not in d.stderr_text(), d.stderr_text()
+
+
 @pytest.mark.threaded
 def test_slow_module_stalls_nobody_else(users, users_daemon):
     users.need_module()
