@@ -574,3 +574,35 @@ def test_shutdown_does_not_wait_for_a_lookup_stuck_in_a_module(users, users_daem
         if stuck.poll() is None:
             stuck.kill()
             stuck.wait()
+
+
+def test_nscache_invalidate_is_nscd_i(users, users_daemon, tmp_path):
+    """Review item 11: `nscd -i` needs the nscd package, which a switch to nscache removes
+    (and sss_cache calls it): `nscache invalidate DATABASE` sends the same INVALIDATE."""
+    users.need_module()
+    users.reset(passwd="files nscachetest")
+    conf = users.etc / "nscachetest.conf"
+    d = users_daemon()
+    cli = lambda *args, prefix=(): users.run([*prefix, d.binary, "invalidate", *args])  # noqa: E731
+    want = "passwd modonly:x:5001:5001:Module-only:/home/modonly:/bin/sh"
+    assert users.out("pwnam", "modonly") == want  # in the map now
+    write_file(conf, MODULE_CONF.replace("modonly 5001 5001 Module-only", "modonly 5001 5001 Changed"))
+    assert users.out("pwnam", "modonly") == want
+    # Anyone but root: refused, and said so.
+    r = cli("--nscd-socket", SOCKET, "passwd", prefix=("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"))
+    assert r.returncode == 1 and "refused (only root may invalidate)" in r.stderr, r
+    assert users.out("pwnam", "modonly") == want
+    # Root: the socket named by the config, as the daemon's own.
+    config = tmp_path / "invalidate.toml"
+    config.write_text(f'nscd-socket = "{SOCKET}"\n')
+    r = cli("--config", str(config), "passwd")
+    assert r.returncode == 0 and r.stdout.strip() == "passwd invalidated", r
+    assert users.out("pwnam", "modonly") == want.replace("Module-only", "Changed")
+    for db in ("group", "services", "hosts"):
+        r = cli("--nscd-socket", SOCKET, db)
+        assert r.returncode == 0, r
+    # No daemon there, or no such database: clear errors.
+    r = cli("--nscd-socket", str(tmp_path / "nosuch.sock"), "passwd")
+    assert r.returncode == 1 and "no daemon listens on" in r.stderr, r
+    r = cli("--nscd-socket", SOCKET, "netgroups")
+    assert r.returncode == 2 and "usage: nscache invalidate" in r.stderr, r
