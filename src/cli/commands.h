@@ -18,6 +18,8 @@ int reload_command(const Args& args);
 int dump_command(const Args& args);
 int load_command(const Args& args);
 int check_config_command(const Args& args);
+// nscd -i: sends INVALIDATE on the nscd socket (invalidate_command.cpp).
+int invalidate_command(const Args& args);
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;

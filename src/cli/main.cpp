@@ -38,6 +38,9 @@ constexpr Command kCommands[] = {
      nscache::load_command},
     {"check-config", "check-config FILE", "check a configuration file",
      nscache::check_config_command},
+    {"invalidate", "invalidate [--nscd-socket PATH] [--config FILE] passwd|group|services|hosts",
+     "flush passwd, group, services or hosts from the nscd maps (as nscd -i; root only)",
+     nscache::invalidate_command},
 };
 
 void print_usage(FILE* to) {

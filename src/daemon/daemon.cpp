@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "cache/cache_file.h"
 #include "common/clock.h"
@@ -103,6 +104,27 @@ constexpr uint64_t kSavePerEntryUs = 7;
 void extend_stop_timeout(uint64_t ms) {
     const std::string state = "EXTEND_TIMEOUT_USEC=" + std::to_string(ms * 1000);
     sd_notify(state.c_str());
+}
+
+// The example config up to issue 18 had an active `nscd-other-databases = "proxy"`, and an
+// upgrade keeps the installed one: that key is now the default of the database keys, so
+// such a host gets nothing cached, which it must hear about (the meaning stays: it was set).
+void warn_other_databases_proxy(const Config& c) {
+    if (!c.nscd_other_databases_set || !c.nscd_proxy_other_databases) return;
+    std::vector<const char*> uncached;
+    if (c.nscd_passwd.empty()) uncached.push_back("passwd");
+    if (c.nscd_group.empty()) uncached.push_back("group");
+    if (c.nscd_services.empty()) uncached.push_back("services");
+    if (uncached.empty()) return;
+    std::string list;
+    for (size_t i = 0; i < uncached.size(); ++i) {
+        if (i > 0) list += i + 1 == uncached.size() ? " and " : ", ";
+        list += uncached[i];
+    }
+    log_warning(
+        "nscd-other-databases = \"proxy\" makes %s uncached; remove it (or set "
+        "nscd-passwd/-group/-services) to cache them",
+        list.c_str());
 }
 
 }  // namespace
@@ -289,6 +311,7 @@ Result<void> Daemon::open_fronts() {
         o.users.passwd = policy(config_.nscd_passwd);
         o.users.group = policy(config_.nscd_group);
         o.users.services = policy(config_.nscd_services);
+        warn_other_databases_proxy(config_);
         o.users.positive_ttl_s = config_.nscd_positive_ttl;
         o.users.negative_ttl_s = config_.nscd_negative_ttl;
         o.inherited_fd = inherited_.take_one(InheritedSockets::kNscd).value_or(-1);

@@ -147,12 +147,16 @@ void NscdServer::heartbeat() {
 void NscdServer::on_stopped() {
     if (!serving_) return;
     serving_ = false;
-    others_.stop();
+    // Clients first: every map says "gone" (they use NSS at once) and the socket closes with
+    // the lookups not yet answered (their clients fall back to NSS now), before the pool,
+    // whose threads may be stuck in an NSS module for as long as it likes.
     map_.shutdown();
     users_.shutdown();
-    // Lookups the front had not answered: their clients fall back to NSS now, not after the
-    // workers' drain.
     socket_.close();
+    if (const size_t left = others_.stop()) {
+        log_info("nscd: %zu lookup%s still in an NSS module at shutdown: not waited for", left,
+                 left == 1 ? "" : "s");
+    }
 }
 
 void NscdServer::on_wake() {

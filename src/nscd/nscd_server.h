@@ -81,8 +81,9 @@ class NscdServer final : public front::Protocol {
     void start() override;
     void on_thread_start() override;
     void on_wake() override;
-    // Tells clients the map is gone (they use NSS at once), then closes the socket and its
-    // clients (RequestSocket::close).
+    // Tells clients the maps are gone (they use NSS at once), then closes the socket and its
+    // clients (RequestSocket::close), and only then stops the pool (OtherDatabases::stop: a
+    // thread stuck in an NSS module is not waited for).
     void on_stopped() override;
 
     // RequestHandler: glibc's nscd requests (nscd/protocol.h).

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -175,28 +176,60 @@ std::vector<uint8_t> other_database_reply(RequestType type, const std::vector<ui
 
 OtherDatabases::OtherDatabases(EventLoop& loop, unsigned threads, Lookup lookup,
                                std::function<uint64_t()> now_ms)
-    : loop_(loop),
-      thread_count_(threads == 0 ? 1 : threads),
-      lookup_(std::move(lookup)),
-      now_ms_(std::move(now_ms)),
-      max_running_per_user_(thread_count_ > 1 ? thread_count_ / 2 : 1) {}
+    : thread_count_(threads == 0 ? 1 : threads),
+      shared_(std::make_shared<Shared>(loop, std::move(lookup), std::move(now_ms),
+                                       thread_count_ > 1 ? thread_count_ / 2 : 1)) {}
 
 OtherDatabases::~OtherDatabases() {
     stop();
 }
 
 void OtherDatabases::start() {
-    for (unsigned i = 0; i < thread_count_; ++i) threads_.emplace_back([this] { run(); });
+    Shared& s = *shared_;
+    {
+        MutexLock lock(s.mu);
+        s.ended.assign(thread_count_, false);
+        s.ended_count = 0;
+    }
+    for (unsigned i = 0; i < thread_count_; ++i) {
+        threads_.emplace_back([shared = shared_, i] { run(shared, i); });
+    }
 }
 
-void OtherDatabases::stop() {
+// The condition variable needs a std::unique_lock, which the annotations cannot follow.
+size_t OtherDatabases::stop(uint64_t wait_ms) NSCACHE_NO_THREAD_SAFETY_ANALYSIS {
+    if (threads_.empty()) return 0;
+    Shared& s = *shared_;
+    std::vector<Done> finished;
+    std::unordered_map<uid_t, UserQueue> queued;
+    std::vector<bool> ended;
     {
-        MutexLock lock(mu_);
-        stopping_ = true;
+        std::unique_lock<Mutex> lock(s.mu);
+        s.stopping = true;
+        // Destroyed below, unlocked and unrun: a Finish may refer to what is being stopped.
+        finished.swap(s.done);
+        queued.swap(s.users);
+        s.turns.clear();
+        s.queued = 0;
+        s.cv.notify_all();
+        s.cv.wait(lock, [&s]() NSCACHE_NO_THREAD_SAFETY_ANALYSIS { return s.waking == 0; });
+        s.cv.wait_for(lock, std::chrono::milliseconds(wait_ms),
+                      [this, &s]() NSCACHE_NO_THREAD_SAFETY_ANALYSIS {
+                          return s.ended_count == thread_count_;
+                      });
+        ended = s.ended;
     }
-    cv_.notify_all();
-    for (auto& t : threads_) t.join();
+    size_t left = 0;
+    for (size_t i = 0; i < threads_.size(); ++i) {
+        if (ended[i]) {
+            threads_[i].join();  // it has left its loop: at once
+        } else {
+            threads_[i].detach();  // in an NSS module: it ends on `shared_` alone
+            ++left;
+        }
+    }
     threads_.clear();
+    return left;
 }
 
 bool OtherDatabases::submit(uint64_t connection, uid_t user, RequestType type,
@@ -210,54 +243,56 @@ bool OtherDatabases::submit_work(uint64_t id, uid_t user, Work work, uint64_t de
 
 bool OtherDatabases::queue(Job job) {
     const uid_t user = job.user;
+    Shared& s = *shared_;
     {
-        MutexLock lock(mu_);
-        if (threads_.empty() || queued_ >= kMaxQueued) return false;
-        UserQueue& queue = users_[user];
+        MutexLock lock(s.mu);
+        if (threads_.empty() || s.stopping || s.queued >= kMaxQueued) return false;
+        UserQueue& queue = s.users[user];
         if (queue.jobs.size() >= kMaxQueuedPerUser) return false;  // not new: it has jobs
         queue.jobs.push_back(std::move(job));
-        ++queued_;
-        take_turn(user, queue);
+        ++s.queued;
+        s.take_turn(user, queue);
     }
-    cv_.notify_one();
+    s.cv.notify_one();
     return true;
 }
 
 void OtherDatabases::cancel(uint64_t connection, uid_t user) {
-    MutexLock lock(mu_);
-    auto it = users_.find(user);
-    if (it == users_.end()) return;
+    Shared& s = *shared_;
+    MutexLock lock(s.mu);
+    auto it = s.users.find(user);
+    if (it == s.users.end()) return;
     // At most kMaxQueuedPerUser to look through.
     std::deque<Job>& jobs = it->second.jobs;
     for (auto job = jobs.begin(); job != jobs.end(); ++job) {
         if (job->connection == connection) {
             jobs.erase(job);
-            --queued_;
+            --s.queued;
             break;
         }
     }
-    forget_if_idle(user);
+    s.forget_if_idle(user);
 }
 
-void OtherDatabases::take_turn(uid_t user, UserQueue& queue) {
-    if (queue.in_turn || queue.jobs.empty() || queue.running >= max_running_per_user_) return;
+void OtherDatabases::Shared::take_turn(uid_t user, UserQueue& queue) {
+    if (queue.in_turn || queue.jobs.empty() || queue.running >= max_running_per_user) return;
     queue.in_turn = true;
-    turns_.push_back(user);
+    turns.push_back(user);
 }
 
-void OtherDatabases::forget_if_idle(uid_t user) {
-    auto it = users_.find(user);
-    if (it != users_.end() && it->second.jobs.empty() && it->second.running == 0 &&
+void OtherDatabases::Shared::forget_if_idle(uid_t user) {
+    auto it = users.find(user);
+    if (it != users.end() && it->second.jobs.empty() && it->second.running == 0 &&
         !it->second.in_turn) {
-        users_.erase(it);
+        users.erase(it);
     }
 }
 
 void OtherDatabases::drain(const std::function<void(uint64_t, std::vector<uint8_t>)>& done) {
     std::vector<Done> finished;
     {
-        MutexLock lock(mu_);
-        finished.swap(done_);
+        MutexLock lock(shared_->mu);
+        finished.swap(shared_->done);  // empty once stopping: stop() took them
     }
     for (Done& d : finished) {
         if (d.finish) {
@@ -269,54 +304,70 @@ void OtherDatabases::drain(const std::function<void(uint64_t, std::vector<uint8_
 }
 
 // The condition variable needs a std::unique_lock, which the annotations cannot follow.
-void OtherDatabases::run() NSCACHE_NO_THREAD_SAFETY_ANALYSIS {
-    std::unique_lock<Mutex> lock(mu_);
+void OtherDatabases::run(const std::shared_ptr<Shared>& shared,
+                         size_t index) NSCACHE_NO_THREAD_SAFETY_ANALYSIS {
+    Shared& s = *shared;
+    std::unique_lock<Mutex> lock(s.mu);
     for (;;) {
-        cv_.wait(lock, [this]() NSCACHE_NO_THREAD_SAFETY_ANALYSIS {
-            return stopping_ || !turns_.empty();
+        s.cv.wait(lock, [&s]() NSCACHE_NO_THREAD_SAFETY_ANALYSIS {
+            return s.stopping || !s.turns.empty();
         });
-        if (stopping_) return;
-        const uid_t user = turns_.front();
-        turns_.pop_front();
-        UserQueue& queue = users_[user];
+        if (s.stopping) break;
+        const uid_t user = s.turns.front();
+        s.turns.pop_front();
+        UserQueue& queue = s.users[user];
         queue.in_turn = false;
         if (queue.jobs.empty()) {  // cancelled meanwhile
-            forget_if_idle(user);
+            s.forget_if_idle(user);
             continue;
         }
         Job job = std::move(queue.jobs.front());
         queue.jobs.pop_front();
-        --queued_;
+        --s.queued;
         // Its client closed the connection at the deadline: nobody would read the answer.
-        if (now_ms_() >= job.deadline_ms) {
-            take_turn(user, queue);
-            forget_if_idle(user);
+        if (s.now_ms() >= job.deadline_ms) {
+            s.take_turn(user, queue);
+            s.forget_if_idle(user);
             continue;
         }
         ++queue.running;
-        take_turn(user, queue);  // at the back of the line: the others come first
-        if (!turns_.empty()) cv_.notify_one();
+        s.take_turn(user, queue);  // at the back of the line: the others come first
+        if (!s.turns.empty()) s.cv.notify_one();
         lock.unlock();
         Done finished{job.connection, {}, {}};
         if (job.work) {
             finished.finish = job.work();
         } else {
-            finished.reply = lookup_(job.type, job.key);
+            finished.reply = s.lookup(job.type, job.key);
         }
         lock.lock();
-        UserQueue& after = users_[user];  // the reference above may be gone (erased, rehashed)
-        --after.running;
-        take_turn(user, after);
-        forget_if_idle(user);
-        if (!turns_.empty()) cv_.notify_one();
-        const bool wake = done_.empty();
-        done_.push_back(std::move(finished));
-        if (wake) {  // no system call under the lock
+        if (s.stopping) {
+            // Stopped while in the module: the answer is nobody's now (its Finish may refer
+            // to what is gone), dropped unlocked.
             lock.unlock();
-            loop_.wake();
+            finished = Done{};
+            job = Job{};
             lock.lock();
+            break;
+        }
+        UserQueue& after = s.users[user];  // the reference above may be gone (erased, rehashed)
+        --after.running;
+        s.take_turn(user, after);
+        s.forget_if_idle(user);
+        if (!s.turns.empty()) s.cv.notify_one();
+        const bool wake = s.done.empty();
+        s.done.push_back(std::move(finished));
+        if (wake) {  // no system call under the lock
+            ++s.waking;
+            lock.unlock();
+            s.loop.wake();
+            lock.lock();
+            if (--s.waking == 0 && s.stopping) s.cv.notify_all();
         }
     }
+    s.ended[index] = true;
+    ++s.ended_count;
+    s.cv.notify_all();
 }
 
 }  // namespace nscache::nscd

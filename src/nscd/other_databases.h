@@ -8,8 +8,12 @@
 // kMaxQueuedPerUser long, the users with work are served in turn, and one user holds at most
 // half the threads. A lookup whose client has gone (hung up, or past the deadline glibc
 // gives up at) is dropped unrun.
-// submit(), cancel() and drain() run on the host front's thread (the nscd socket's); the pool
-// threads only run lookups.
+// submit(), cancel(), drain() and stop() run on the host front's thread (the nscd socket's), or
+// on the daemon's thread once that one has stopped; the pool threads only run lookups.
+// A pool thread may be stuck in an NSS module for as long as the module likes (an LDAP server
+// away: its own timeout, a minute or more): stop() waits for none of them past a short bound
+// and leaves them behind, so everything a pool thread touches lives in a Shared block the
+// threads own with this object, and a lookup that ends after stop() has its answer dropped.
 #pragma once
 
 #include <sys/types.h>
@@ -18,6 +22,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -45,8 +50,15 @@ class OtherDatabases {
                    std::function<uint64_t()> now_ms = monotonic_ms);
     ~OtherDatabases();
 
+    // How long stop() waits for the pool's threads to end (threads stuck in an NSS module
+    // are left behind, detached).
+    static constexpr uint64_t kStopWaitMs = 1000;
+
     void start();
-    void stop();
+    // Nothing queued runs, nothing finished is handed to drain() (no Finish runs after it),
+    // and the threads that end within `wait_ms` are joined; returns how many were left
+    // running (stuck in a lookup: their answers are dropped when they end).
+    size_t stop(uint64_t wait_ms = kStopWaitMs);
     // Queues a lookup for the client `connection` of `user`, worth running until
     // `deadline_ms` (now_ms's clock: the client gives up then); false when it cannot queue.
     bool submit(uint64_t connection, uid_t user, RequestType type, std::vector<uint8_t> key,
@@ -82,26 +94,44 @@ class OtherDatabases {
         unsigned running = 0;  // lookups of this user on pool threads now
         bool in_turn = false;  // in turns_
     };
-    bool queue(Job job);
-    void run();
-    // Puts `user` in line for a thread if it has work and a thread to spare.
-    void take_turn(uid_t user, UserQueue& queue) NSCACHE_REQUIRES(mu_);
-    // Forgets `user` once it has nothing queued, running or in line.
-    void forget_if_idle(uid_t user) NSCACHE_REQUIRES(mu_);
+    // What the pool's threads touch, owned by them and by this object together: a thread left
+    // in a module at stop() ends, maybe much later, on this block alone.
+    struct Shared {
+        Shared(EventLoop& loop, Lookup lookup, std::function<uint64_t()> now_ms,
+               unsigned max_running_per_user)
+            : loop(loop),
+              lookup(std::move(lookup)),
+              now_ms(std::move(now_ms)),
+              max_running_per_user(max_running_per_user) {}
+        // Puts `user` in line for a thread if it has work and a thread to spare.
+        void take_turn(uid_t user, UserQueue& queue) NSCACHE_REQUIRES(mu);
+        // Forgets `user` once it has nothing queued, running or in line.
+        void forget_if_idle(uid_t user) NSCACHE_REQUIRES(mu);
 
-    EventLoop& loop_;
+        // Used only while !stopping (the loop and the clock may be gone after stop()).
+        EventLoop& loop;
+        const Lookup lookup;
+        const std::function<uint64_t()> now_ms;
+        const unsigned max_running_per_user;
+        Mutex mu;
+        std::condition_variable_any cv;  // work queued, stopping, a thread ended or woke the loop
+        std::unordered_map<uid_t, UserQueue> users NSCACHE_GUARDED_BY(mu);
+        std::deque<uid_t> turns NSCACHE_GUARDED_BY(mu);  // users waiting for a thread, in turn
+        size_t queued NSCACHE_GUARDED_BY(mu) = 0;
+        std::vector<Done> done NSCACHE_GUARDED_BY(mu);
+        bool stopping NSCACHE_GUARDED_BY(mu) = false;
+        // Threads between releasing `mu` and the end of their loop.wake(): stop() waits for
+        // them (a wake() never blocks), so that none wakes a loop that is gone.
+        unsigned waking NSCACHE_GUARDED_BY(mu) = 0;
+        std::vector<bool> ended NSCACHE_GUARDED_BY(mu);  // by thread index
+        unsigned ended_count NSCACHE_GUARDED_BY(mu) = 0;
+    };
+    bool queue(Job job);
+    static void run(const std::shared_ptr<Shared>& shared, size_t index);
+
     const unsigned thread_count_;
-    const Lookup lookup_;
-    const std::function<uint64_t()> now_ms_;
-    std::vector<std::thread> threads_;
-    Mutex mu_;
-    std::condition_variable_any cv_;
-    const unsigned max_running_per_user_;
-    std::unordered_map<uid_t, UserQueue> users_ NSCACHE_GUARDED_BY(mu_);
-    std::deque<uid_t> turns_ NSCACHE_GUARDED_BY(mu_);  // users waiting for a thread, in turn
-    size_t queued_ NSCACHE_GUARDED_BY(mu_) = 0;
-    std::vector<Done> done_ NSCACHE_GUARDED_BY(mu_);
-    bool stopping_ NSCACHE_GUARDED_BY(mu_) = false;
+    const std::shared_ptr<Shared> shared_;
+    std::vector<std::thread> threads_;  // the loop's thread only
 };
 
 }  // namespace nscache::nscd

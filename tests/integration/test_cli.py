@@ -46,7 +46,7 @@ def test_help(nscache):
     r = run([nscache, "--help"])
     assert r.returncode == 0
     text = r.stdout + r.stderr
-    for sub in ("serve", "query", "stats", "flush", "check-config"):
+    for sub in ("serve", "query", "stats", "flush", "check-config", "invalidate"):
         assert sub in text
 
 
@@ -344,6 +344,7 @@ def test_resolv_file_that_is_not_a_regular_file_is_refused(nscache, tmp_path):
     ("dump", "dump [--control PATH] FILE"),
     ("load", "load [--control PATH] FILE"),
     ("check-config", "check-config FILE"),
+    ("invalidate", "invalidate [--nscd-socket PATH] [--config FILE] passwd|group|services|hosts"),
 ])
 def test_help_after_a_command_prints_its_usage(nscache, sub, synopsis):
     # After any other argument too: `serve --help` used to say "--help needs a value".

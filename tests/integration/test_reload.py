@@ -144,6 +144,23 @@ def test_options_that_need_a_restart_are_named(daemon, fake_upstream, nscache):
                       timeout=5)
 
 
+NSCD_DATABASE_KEYS = {"nscd-other-databases": '"decline"', "nscd-passwd": '"proxy"',
+                      "nscd-group": '"decline"', "nscd-services": '"cache"', "nscd-netgroup": '"decline"',
+                      "nscd-positive-ttl": '"60s"', "nscd-negative-ttl": '"5s"'}
+
+
+def test_nscd_database_keys_need_a_restart_and_say_so(daemon, fake_upstream, nscache):
+    """Issue 18's keys are read once at start (the pool, the maps, the plans): a SIGHUP that
+    changes one keeps the running value and says so, never silently."""
+    d = daemon([], config=f'upstream = ["{fake_upstream.addr}"]\n')
+    changed = "".join(f"{k} = {v}\n" for k, v in NSCD_DATABASE_KEYS.items())
+    write_config(d, f'upstream = ["{fake_upstream.addr}"]\n{changed}')
+    os.kill(d.pid, signal.SIGHUP)
+    for key in NSCD_DATABASE_KEYS:
+        assert wait_until(lambda key=key: f"{key} changed but needs a restart" in d.stderr_text(),
+                          timeout=5), (key, d.stderr_text())
+
+
 # --------------------------------------------------------------------------------------
 # Upstreams that follow resolv.conf
 # --------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ same client gets with no daemon running (glibc then asks `files` and the test NS
 libnss_nscachetest.so.2, straight)."""
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -325,6 +326,23 @@ def test_nscd_other_databases_is_the_default_of_the_four(users, users_daemon):
     assert "/etc/passwd" in r.stderr.split('write(1, "--\\n", 3)')[1]
 
 
+def test_old_configs_other_databases_proxy_is_named_at_start(users, users_daemon):
+    """Review item 4: the example config before issue 18 had an active
+    `nscd-other-databases = "proxy"`, which an upgrade keeps: it still means proxy (nothing
+    cached), and the start says so, naming the databases it leaves uncached."""
+    d = users_daemon(config='nscd-other-databases = "proxy"\n')
+    assert 'nscd-other-databases = "proxy" makes passwd, group and services uncached; remove it' \
+        in d.stderr_text(), d.stderr_text()
+    assert users.out("pwnam", "alice").startswith("passwd alice:")
+    assert dict(_flat(d.stats()))["nscd_passwd_proxied"] > 0
+    d.stop()
+    d = users_daemon(config='nscd-other-databases = "proxy"\nnscd-passwd = "auto"\nnscd-group = "auto"\n')
+    assert 'nscd-other-databases = "proxy" makes services uncached' in d.stderr_text(), d.stderr_text()
+    d.stop()
+    d = users_daemon(config='nscd-other-databases = "decline"\n')
+    assert "nscd-other-databases" not in d.stderr_text(), d.stderr_text()
+
+
 @pytest.mark.threaded
 def test_slow_module_stalls_nobody_else(users, users_daemon):
     users.need_module()
@@ -522,3 +540,69 @@ def test_musl_client_gets_module_users_through_the_socket(users, users_daemon):
     users_daemon()
     for _ in range(2):
         _same(glibc_straight, {c: musl(*c) for c in calls})
+
+
+@pytest.mark.threaded
+def test_shutdown_does_not_wait_for_a_lookup_stuck_in_a_module(users, users_daemon):
+    """Review item 1: a lookup stuck in an NSS module (an LDAP server away) held the shutdown
+    for the module's whole timeout, the maps and the socket still served all the while. Now
+    the maps are retired and the socket closed first, and the stuck thread is left behind."""
+    users.need_module()
+    users.reset(passwd="files nscachetest")
+    write_file(users.etc / "nscachetest.conf",
+               MODULE_CONF + "user stuck 5020 5020\ndelay-name stuck 30000\n")
+    d = users_daemon()
+    assert users.out("pwnam", "alice").startswith("passwd alice:")  # alice is in the map
+    stuck = users.ns.popen(["/usr/bin/python3", "-c", CONCURRENT, SOCKET, str(GETPWBYNAME), "stuck", "1", "40"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = stuck.stdout.readline()
+        assert first.startswith("sent"), (first, stuck.stderr.read() if stuck.poll() is not None else "")
+        os.kill(d.pid, signal.SIGTERM)
+        d.stopped_by_test = True
+        # Started after SIGTERM: answered by NSS (the map says stale, the socket is gone or
+        # closes), whatever the daemon is doing.
+        assert users.out("pwnam", "alice", timeout=10).startswith("passwd alice:")
+        assert users.out("pwnam", "bob", timeout=10).startswith("passwd bob:")
+        try:
+            code = d.proc.wait(timeout=10)  # the module holds its thread for 30 s
+        except subprocess.TimeoutExpired:
+            pytest.fail("the daemon waited on the lookup stuck in the module:\n" + d.stderr_text()[-3000:])
+        assert code == 0, d.stderr_text()[-3000:]
+        assert "still in an NSS module at shutdown" in d.stderr_text()
+    finally:
+        if stuck.poll() is None:
+            stuck.kill()
+            stuck.wait()
+
+
+def test_nscache_invalidate_is_nscd_i(users, users_daemon, tmp_path):
+    """Review item 11: `nscd -i` needs the nscd package, which a switch to nscache removes
+    (and sss_cache calls it): `nscache invalidate DATABASE` sends the same INVALIDATE."""
+    users.need_module()
+    users.reset(passwd="files nscachetest")
+    conf = users.etc / "nscachetest.conf"
+    d = users_daemon()
+    cli = lambda *args, prefix=(): users.run([*prefix, d.binary, "invalidate", *args])  # noqa: E731
+    want = "passwd modonly:x:5001:5001:Module-only:/home/modonly:/bin/sh"
+    assert users.out("pwnam", "modonly") == want  # in the map now
+    write_file(conf, MODULE_CONF.replace("modonly 5001 5001 Module-only", "modonly 5001 5001 Changed"))
+    assert users.out("pwnam", "modonly") == want
+    # Anyone but root: refused, and said so.
+    r = cli("--nscd-socket", SOCKET, "passwd", prefix=("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"))
+    assert r.returncode == 1 and "refused (only root may invalidate)" in r.stderr, r
+    assert users.out("pwnam", "modonly") == want
+    # Root: the socket named by the config, as the daemon's own.
+    config = tmp_path / "invalidate.toml"
+    config.write_text(f'nscd-socket = "{SOCKET}"\n')
+    r = cli("--config", str(config), "passwd")
+    assert r.returncode == 0 and r.stdout.strip() == "passwd invalidated", r
+    assert users.out("pwnam", "modonly") == want.replace("Module-only", "Changed")
+    for db in ("group", "services", "hosts"):
+        r = cli("--nscd-socket", SOCKET, db)
+        assert r.returncode == 0, r
+    # No daemon there, or no such database: clear errors.
+    r = cli("--nscd-socket", str(tmp_path / "nosuch.sock"), "passwd")
+    assert r.returncode == 1 and "no daemon listens on" in r.stderr, r
+    r = cli("--nscd-socket", SOCKET, "netgroups")
+    assert r.returncode == 2 and "usage: nscache invalidate" in r.stderr, r

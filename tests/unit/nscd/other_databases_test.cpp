@@ -6,7 +6,9 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -101,6 +103,71 @@ TEST(OtherDatabases, ALookupPastItsClientsDeadlineNeverRuns) {
     EXPECT_EQ(p.source.called('l'), 0);
     EXPECT_EQ(p.source.called('g'), 0);
     EXPECT_EQ(p.source.called('i'), 1);
+}
+
+// Review item 1: stop() joined every thread, so a lookup stuck in an NSS module (an LDAP server
+// away) held the daemon's shutdown for as long as the module's own timeout. Now it is left
+// behind, and what it returns late (its Finish) never runs on what was stopped.
+TEST(OtherDatabases, StopLeavesAThreadStuckInAModuleBehind) {
+    struct Gate {
+        std::mutex mu;
+        std::condition_variable cv;
+        bool open = false;
+        bool entered = false;
+        bool returned = false;
+    };
+    auto gate = std::make_shared<Gate>();
+    auto finish_ran = std::make_shared<std::atomic<bool>>(false);
+    std::future<size_t> stopped;
+    {
+        EventLoop loop;
+        uint64_t now = 1000;
+        auto pool =
+            std::make_unique<OtherDatabases>(loop, 2, other_database_reply, [&now] { return now; });
+        pool->start();
+        ASSERT_TRUE(pool->submit_work(
+            1, 1000,
+            [gate, finish_ran]() -> OtherDatabases::Finish {
+                std::unique_lock<std::mutex> lock(gate->mu);
+                gate->entered = true;
+                gate->cv.notify_all();
+                gate->cv.wait_for(lock, std::chrono::seconds(30), [&] { return gate->open; });
+                gate->returned = true;
+                gate->cv.notify_all();
+                return [finish_ran] { finish_ran->store(true); };
+            },
+            kLater));
+        {
+            std::unique_lock<std::mutex> lock(gate->mu);
+            ASSERT_TRUE(
+                gate->cv.wait_for(lock, std::chrono::seconds(10), [&] { return gate->entered; }));
+        }
+        stopped = std::async(std::launch::async, [&pool] { return pool->stop(50); });
+        const bool returned =
+            stopped.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+        if (!returned) {  // the old stop(): let it end, and fail
+            {
+                std::lock_guard<std::mutex> lock(gate->mu);
+                gate->open = true;
+            }
+            gate->cv.notify_all();
+            stopped.wait();
+        }
+        ASSERT_TRUE(returned) << "stop() waited for a thread stuck in a lookup";
+        EXPECT_EQ(stopped.get(), 1u);  // the one stuck; the idle one was joined
+        pool->drain([](uint64_t, std::vector<uint8_t>) { ADD_FAILURE() << "a reply after stop"; });
+        pool.reset();  // the pool and its loop are gone while the lookup still runs
+    }
+    {
+        std::unique_lock<std::mutex> lock(gate->mu);
+        gate->open = true;
+        gate->cv.notify_all();
+        ASSERT_TRUE(
+            gate->cv.wait_for(lock, std::chrono::seconds(10), [&] { return gate->returned; }));
+    }
+    // The late thread ends on its own block (ASan would see a touch of the freed pool);
+    // its Finish is dropped, never run.
+    EXPECT_FALSE(finish_ran->load());
 }
 
 }  // namespace
