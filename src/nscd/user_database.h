@@ -75,7 +75,8 @@ struct UserDbOptions {
     DbPolicy passwd = DbPolicy::automatic;
     DbPolicy group = DbPolicy::automatic;
     DbPolicy services = DbPolicy::automatic;
-    bool netgroup_declined = true;  // netgroup is never served (docs/nscd.md)
+    // No netgroup member: nscd-netgroup is accepted ("auto" or "decline") only for symmetry
+    // with the other keys, and both mean decline (netgroup is never served, docs/nscd.md).
     uint32_t positive_ttl_s = 600;
     uint32_t negative_ttl_s = 20;
     std::string passwd_path = "/etc/passwd";
