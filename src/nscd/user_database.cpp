@@ -60,6 +60,35 @@ bool in_dynamic_range(uint32_t id) {
     return id >= kDynamicFirst && id <= kDynamicLast;
 }
 
+// A found record from a module names an id in systemd's dynamic range: a DynamicUser's id
+// is freed when its service stops and may be handed to another, so the record is answered
+// but never published (libnss_systemd answers over a local varlink call: cheap to ask).
+bool names_dynamic_id(RequestType type, const std::vector<uint8_t>& reply) {
+    auto at = [&reply](size_t offset) {
+        uint32_t v = 0;
+        if (reply.size() >= offset + sizeof v) std::memcpy(&v, reply.data() + offset, sizeof v);
+        return v;
+    };
+    if (reply.size() < 2 * sizeof(int32_t) || at(sizeof(int32_t)) != 1) return false;
+    switch (type) {
+        case GETPWBYNAME:
+        case GETPWBYUID:  // pw_response_header: pw_uid at 16, pw_gid at 20
+            return in_dynamic_range(at(16)) || in_dynamic_range(at(20));
+        case GETGRBYNAME:
+        case GETGRBYGID:  // gr_response_header: gr_gid at 16
+            return in_dynamic_range(at(16));
+        case INITGROUPS: {  // initgr_response_header: ngrps at 8, the gids from 12
+            const uint32_t n = at(8);
+            for (uint32_t i = 0; i < n; ++i) {
+                if (in_dynamic_range(at(12 + 4 * size_t{i}))) return true;
+            }
+            return false;
+        }
+        default:
+            return false;
+    }
+}
+
 bool by_id(RequestType type) {
     return type == GETPWBYUID || type == GETGRBYGID;
 }
@@ -571,7 +600,7 @@ void UserDatabases::finish(uint64_t token, Outcome o) {
     key_string(job.key, text);
     const std::optional<uint32_t> id = by_id(job.type) ? parse_id(text) : std::nullopt;
     if (o.status == nsdb::Status::found) {
-        ttl = options_.positive_ttl_s;
+        ttl = names_dynamic_id(job.type, o.reply) ? 0 : options_.positive_ttl_s;
     } else if (o.status == nsdb::Status::not_found) {
         if (o.publish_not_found) {
             ttl = options_.positive_ttl_s;

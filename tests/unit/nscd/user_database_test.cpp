@@ -49,7 +49,7 @@ class FakeSource final : public ModuleSource {
         wait();
         nsdb::PasswdResult r;
         r.status = status;
-        if (status == nsdb::Status::found) r.entry = {name, "x", 70000, 70000, "", "/", "/bin/sh"};
+        if (status == nsdb::Status::found) r.entry = {name, "x", uid, uid, "", "/", "/bin/sh"};
         return r;
     }
     nsdb::PasswdResult passwd_by_uid(uint32_t uid) override {
@@ -90,6 +90,7 @@ class FakeSource final : public ModuleSource {
 
     std::atomic<nsdb::Status> status{nsdb::Status::not_found};
     std::atomic<int> calls{0};
+    std::atomic<uint32_t> uid{70000};
     std::mutex mu;
     std::condition_variable cv;
     bool open = true;
@@ -209,6 +210,20 @@ TEST(UserDatabases, CacheKeepsNegativesButNeverInTheDynamicRange) {
     EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), 0u);
     EXPECT_EQ(found_of(t.ask(GETPWBYUID, "4000")), 0);
     EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), 1u);
+}
+
+TEST(UserDatabases, AFoundEntryInTheDynamicRangeIsAnsweredButNotPublished) {
+    for (DbPolicy policy : {DbPolicy::automatic, DbPolicy::cache}) {
+        Harness t(kHybrid, policy);
+        t.source->status = nsdb::Status::found;
+        EXPECT_EQ(found_of(t.ask(GETPWBYUID, "61300")), 1);
+        t.source->uid = 61234;
+        EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "dyn-svc")), 1);
+        EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), 0u);
+        t.source->uid = 70000;
+        EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "ldap-user")), 1);
+        EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), 1u);
+    }
 }
 
 TEST(UserDatabases, IdenticalLookupsInFlightShareOneJob) {
