@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "nscd/user_database.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -447,20 +448,30 @@ void UserDatabases::reply_and_publish(RequestConnection* connection, Db db, Requ
 void UserDatabases::start_job(RequestConnection& connection, Db db, RequestType type,
                               std::vector<uint8_t> key, bool cached_proxy) {
     std::string index_key = MapWriter::index_key(type, key);
+    const uid_t user = connection.peer_uid();
     uint64_t token = 0;
-    auto j = joinable_.find(index_key);
-    // A job queued past half the deadline may be dropped unrun (a full pool): a newcomer then
-    // starts its own rather than wait on it to its own deadline.
-    if (j != joinable_.end() &&
-        loop_.now_ms() >= jobs_.at(j->second).started_ms + options_.deadline_ms / 2) {
-        joinable_.erase(j);
-        j = joinable_.end();
+    std::vector<uint64_t>& copies = joinable_[index_key];
+    for (auto t = copies.begin(); t != copies.end();) {
+        const Job& other = jobs_.at(*t);
+        const bool running = other.running->load(std::memory_order_acquire);
+        // A job queued past half the deadline may be dropped unrun (a full pool): a newcomer
+        // then starts its own rather than wait on it to its own deadline.
+        if (!running && loop_.now_ms() >= other.started_ms + options_.deadline_ms / 2) {
+            t = copies.erase(t);
+            continue;
+        }
+        // Another user's queued job may wait behind that user's own slow lookups.
+        if (running || other.user == user) {
+            token = *t;
+            break;
+        }
+        ++t;
     }
-    if (j != joinable_.end()) {
-        token = j->second;
+    if (token != 0) {
         bump(counters_.nscd_jobs_coalesced);
     } else {
         token = kTokenBit | next_token_++;
+        auto running = std::make_shared<std::atomic<bool>>(false);
         const State& s = state_[db];
         std::string text;
         key_string(key, text);
@@ -472,11 +483,13 @@ void UserDatabases::start_job(RequestConnection& connection, Db db, RequestType 
         }
         auto modules = type == INITGROUPS ? s.initgroups_modules : s.modules;
         auto work = [this, token, modules, type, text, cached_proxy,
-                     files_groups = std::move(files_groups), files_user]() {
+                     files_groups = std::move(files_groups), files_user, running]() {
+            running->store(true, std::memory_order_release);
             return run_job(token, modules, type, text, cached_proxy, files_groups, files_user);
         };
-        if (!pool_.submit_work(token, connection.peer_uid(), std::move(work),
+        if (!pool_.submit_work(token, user, std::move(work),
                                loop_.now_ms() + options_.deadline_ms)) {
+            if (copies.empty()) joinable_.erase(index_key);
             connection.send({});  // the pool is full: glibc asks NSS itself
             return;
         }
@@ -487,11 +500,12 @@ void UserDatabases::start_job(RequestConnection& connection, Db db, RequestType 
         job.key = std::move(key);
         job.index_key = index_key;
         job.generation = maps_[db]->generation();
-        job.user = connection.peer_uid();
+        job.user = user;
         job.started_ms = loop_.now_ms();
         job.cache_negative = s.policy == DbPolicy::cache;
+        job.running = std::move(running);
         jobs_.emplace(token, std::move(job));
-        joinable_.emplace(std::move(index_key), token);
+        copies.push_back(token);
     }
     Job& job = jobs_.at(token);
     const uint64_t id = connection.id();
@@ -592,8 +606,20 @@ void UserDatabases::finish(uint64_t token, Outcome o) {
     if (it == jobs_.end()) return;  // every client left (or timed out): nobody to tell
     Job job = std::move(it->second);
     jobs_.erase(it);
-    if (auto j = joinable_.find(job.index_key); j != joinable_.end() && j->second == token) {
-        joinable_.erase(j);
+    // The other copies of this key (queued by other users) get this answer and are dropped.
+    std::vector<Waiter> waiters = std::move(job.waiters);
+    if (auto j = joinable_.find(job.index_key); j != joinable_.end()) {
+        const bool listed = std::find(j->second.begin(), j->second.end(), token) != j->second.end();
+        if (listed) {
+            for (uint64_t other : j->second) {
+                auto o2 = jobs_.find(other);
+                if (other == token || o2 == jobs_.end()) continue;
+                pool_.cancel(other, o2->second.user);
+                for (Waiter& w : o2->second.waiters) waiters.push_back(w);
+                jobs_.erase(o2);
+            }
+            joinable_.erase(j);
+        }
     }
     uint32_t ttl = 0;
     std::string text;
@@ -614,7 +640,7 @@ void UserDatabases::finish(uint64_t token, Outcome o) {
     if (job.generation != maps_[job.db]->generation()) ttl = 0;
     if (!o.reply.empty() && ttl > 0) maps_[job.db]->publish(job.type, job.key, o.reply, ttl);
     set_levels();
-    for (Waiter& w : job.waiters) {
+    for (Waiter& w : waiters) {
         loop_.cancel_timer(w.timer);
         waiting_.erase(w.connection);
         if (RequestConnection* c = find_(w.connection)) c->send(o.reply);  // empty: closed
@@ -639,10 +665,15 @@ void UserDatabases::drop_waiter(uint64_t token, uint64_t connection, bool timed_
     }
     if (!job.waiters.empty()) return;
     pool_.cancel(token, job.user);
-    if (auto j = joinable_.find(job.index_key); j != joinable_.end() && j->second == token) {
-        joinable_.erase(j);
-    }
+    forget_joinable(job.index_key, token);
     jobs_.erase(it);
+}
+
+void UserDatabases::forget_joinable(const std::string& index_key, uint64_t token) {
+    auto j = joinable_.find(index_key);
+    if (j == joinable_.end()) return;
+    std::erase(j->second, token);
+    if (j->second.empty()) joinable_.erase(j);
 }
 
 void UserDatabases::on_close(RequestConnection& connection) {

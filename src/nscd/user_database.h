@@ -17,10 +17,14 @@
 // Never a negative record for an id in systemd's dynamic range (61184-65519). A failure is
 // never an answer: no reply, nothing published.
 //
-// Jobs: one per (type, key) in flight, which later identical requests join (coalescing); a
-// client still waiting kDeadlineMs after it asked is closed without a reply (glibc then asks
-// NSS itself, well before its own 5 s), and a job whose clients all left is dropped (unrun if
-// still queued). A job runs on OtherDatabases' pool under the first asker's uid (its fairness).
+// Jobs: identical requests in flight share one (coalescing), but one user's queue never
+// delays another's lookup: a request joins a job only when it already runs on a pool thread
+// or was queued by the same uid; otherwise it queues a copy of its own under its own uid
+// (OtherDatabases' fairness), and the first copy to finish answers the waiters of every copy
+// of that key and drops the others. A client still waiting deadline_ms after it asked is
+// closed without a reply (glibc then asks NSS itself, well before its own 5 s), and a job
+// whose clients all left is dropped (unrun if still queued). A replan forgets which jobs may
+// be joined: those in flight answer only their own waiters.
 //
 // All of it on the host front's thread; the sources' calls on the pool's threads.
 #pragma once
@@ -28,6 +32,7 @@
 #include <sys/types.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -137,6 +142,8 @@ class UserDatabases {
         uint64_t started_ms = 0;
         bool cache_negative = false;
         std::vector<Waiter> waiters;
+        // Set by the pool thread when the work starts: from then on anyone may join it.
+        std::shared_ptr<std::atomic<bool>> running;
     };
     // What a job came to: the reply (empty: none) and whether it is a found answer, a
     // not-found one, or no answer at all.
@@ -191,7 +198,9 @@ class UserDatabases {
     FileWatch watch_;
     uint64_t next_token_ = 1;
     std::unordered_map<uint64_t, Job> jobs_;              // by token
-    std::unordered_map<std::string, uint64_t> joinable_;  // (type, key) -> token
+    // (type, key) -> the tokens of its copies that may be joined (at most one per uid).
+    std::unordered_map<std::string, std::vector<uint64_t>> joinable_;
+    void forget_joinable(const std::string& index_key, uint64_t token);
     std::unordered_map<uint64_t, uint64_t> waiting_;      // connection -> token
 };
 

@@ -46,7 +46,7 @@ int32_t found_of(const std::vector<uint8_t>& reply) {
 class FakeSource final : public ModuleSource {
   public:
     nsdb::PasswdResult passwd_by_name(const std::string& name) override {
-        wait();
+        wait(name);
         nsdb::PasswdResult r;
         r.status = status;
         if (status == nsdb::Status::found) r.entry = {name, "x", uid, uid, "", "/", "/bin/sh"};
@@ -75,8 +75,11 @@ class FakeSource final : public ModuleSource {
         return {status, {}};
     }
 
-    void wait() {
+    // Held while the gate is shut: every call, or with hold_prefix set only the names it
+    // starts.
+    void wait(const std::string& name = "") {
         ++calls;
+        if (!hold_prefix.empty() && name.rfind(hold_prefix, 0) != 0) return;
         std::unique_lock<std::mutex> lock(mu);
         cv.wait(lock, [this] { return open; });
     }
@@ -94,6 +97,7 @@ class FakeSource final : public ModuleSource {
     std::mutex mu;
     std::condition_variable cv;
     bool open = true;
+    std::string hold_prefix;  // set before the first job
 };
 
 constexpr const char* kPasswd =
@@ -239,6 +243,36 @@ TEST(UserDatabases, IdenticalLookupsInFlightShareOneJob) {
     t.source->release();
     for (int fd : fds) EXPECT_EQ(found_of(t.answer(fd)), 0);
     EXPECT_EQ(t.source->calls.load(), 1);
+}
+
+TEST(UserDatabases, AJobQueuedByOneUserIsNeverJoinedByAnother) {
+    if (getuid() != 0) GTEST_SKIP() << "two client uids need root";
+    Harness t(kHybrid);  // 4 pool threads: at most 2 per user
+    t.source->hold_prefix = "slow";
+    t.source->open = false;
+    constexpr uid_t kAttacker = 64001;
+    constexpr uid_t kVictim = 64002;
+    std::vector<int> held_fds;
+    for (const char* name : {"slow1", "slow2"}) {
+        held_fds.push_back(t.open_request(GETPWBYNAME, name, kAttacker));
+        t.h.turns();
+    }
+    // Queued behind the attacker's two stuck lookups.
+    const int queued = t.open_request(GETPWBYNAME, "victim", kAttacker);
+    t.h.turns();
+    const int victim = t.open_request(GETPWBYNAME, "victim", kVictim);
+    EXPECT_EQ(found_of(t.answer(victim)), 0);  // its own copy ran on a free thread
+    // The first copy to finish answered the attacker's queued copy too.
+    EXPECT_EQ(found_of(t.answer(queued)), 0);
+    EXPECT_EQ(t.users().jobs_in_flight(), 2u);
+    // A job already running on a pool thread may be joined by anyone.
+    const int again = t.open_request(GETPWBYNAME, "slow1", kVictim);
+    t.h.turns();
+    EXPECT_EQ(t.h.counters.nscd_jobs_coalesced.load(), 1u);
+    t.source->release();
+    for (int fd : held_fds) EXPECT_EQ(found_of(t.answer(fd)), 0);
+    EXPECT_EQ(found_of(t.answer(again)), 0);
+    EXPECT_EQ(t.source->calls.load(), 3);  // the attacker's queued copy never ran
 }
 
 TEST(UserDatabases, AClientWaitingPastTheDeadlineIsClosedWithoutAReply) {
