@@ -250,6 +250,11 @@ void UserDatabases::reload() {
             s.mode = mode_for(db, conf.line("services"), 0, s.readable, s.modules);
         }
         maps_[i]->flush();
+        // Jobs started under the old plan answer only their own waiters.
+        for (auto j = joinable_.begin(); j != joinable_.end();) {
+            std::erase_if(j->second, [&](uint64_t t) { return jobs_.at(t).db == db; });
+            j = j->second.empty() ? joinable_.erase(j) : std::next(j);
+        }
     }
     set_levels();
 }

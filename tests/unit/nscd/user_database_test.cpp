@@ -355,6 +355,22 @@ TEST(UserDatabases, AChangedNsswitchConfReplans) {
     EXPECT_EQ(t.users().plan_code(UserDatabases::kGroup), 3);
 }
 
+TEST(UserDatabases, AReplanStopsNewcomersJoiningOldJobs) {
+    Harness t(kHybrid);
+    t.source->open = false;
+    const int before = t.open_request(GETPWBYNAME, "ghost");
+    t.h.turns();
+    write_file(t.path("nsswitch.conf"), "passwd: files other\ngroup: files fake\n");
+    t.users().reload();
+    const int after = t.open_request(GETPWBYNAME, "ghost");
+    t.h.turns();
+    EXPECT_EQ(t.users().jobs_in_flight(), 2u);
+    EXPECT_EQ(t.h.counters.nscd_jobs_coalesced.load(), 0u);
+    t.source->release();
+    EXPECT_EQ(found_of(t.answer(before)), 0);
+    EXPECT_EQ(found_of(t.answer(after)), 0);
+}
+
 TEST(UserDatabases, GetfdHandsOutEachDatabasesMapByName) {
     Harness t(kFilesOnly);
     const std::vector<uint8_t> reply = t.ask(GETFDPW, "passwd");
