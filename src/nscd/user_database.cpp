@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <sys/stat.h>
 
+#include <cerrno>
+#include <ctime>
+
+#include "common/files.h"
 #include "common/log.h"
 #include "nscd/user_records.h"
 #include "nsdb/module_chain.h"
@@ -47,15 +50,6 @@ class ChainSource final : public ModuleSource {
   private:
     nsdb::ModuleChain chain_;
 };
-
-// The file's text; nullopt when it cannot be read.
-std::optional<std::string> read_text(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return std::nullopt;
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 bool in_dynamic_range(uint32_t id) {
     return id >= kDynamicFirst && id <= kDynamicLast;
@@ -194,41 +188,95 @@ UserDatabases::Mode UserDatabases::mode_for(Db db, const nsdb::SwitchLine& line,
 }
 
 void UserDatabases::reload() {
+    reload_now(std::nullopt);
+}
+
+std::optional<std::string> UserDatabases::read_file(const std::string& path, FileSeen& seen,
+                                                    std::string& error) {
+    ++files_read_;
+    std::optional<std::string> text = read_small_file(path, options_.max_file_bytes, error);
+    if (!text) {
+        if (errno == ENOENT) error.clear();  // missing: nothing to say beyond the plan
+        seen.known = false;                  // read it again on the next event, whatever
+    }
+    return text;
+}
+
+// Whether `path` may differ from when `seen` was taken (and takes it anew). A stat the same
+// as before skips the read, except when the file changed in the last 2 s: its timestamp's
+// granularity (a jiffy) cannot tell two writes in that time apart.
+bool UserDatabases::may_have_changed(const std::string& path, FileSeen& seen) const {
+    struct stat st {};
+    const bool exists = stat(path.c_str(), &st) == 0;
+    const int64_t now_s = options_.wall_s();
+    const bool same = seen.known && exists == seen.exists &&
+                      (!exists || (st.st_dev == seen.st.st_dev && st.st_ino == seen.st.st_ino &&
+                                   st.st_size == seen.st.st_size &&
+                                   st.st_mtim.tv_sec == seen.st.st_mtim.tv_sec &&
+                                   st.st_mtim.tv_nsec == seen.st.st_mtim.tv_nsec &&
+                                   st.st_ctim.tv_sec == seen.st.st_ctim.tv_sec &&
+                                   st.st_ctim.tv_nsec == seen.st.st_ctim.tv_nsec &&
+                                   now_s > st.st_ctim.tv_sec + 2));
+    seen.known = true;
+    seen.exists = exists;
+    seen.st = st;
+    return !same;
+}
+
+void UserDatabases::reload_now(std::optional<Db> forced) {
     bool changed[kDbs] = {false, false, false};
-    auto nss = read_text(options_.nsswitch_path);
-    // A missing nsswitch.conf is glibc's defaults; an unreadable one too, for want of better.
-    std::string nss_text = nss.value_or("");
-    bool replan = !nsswitch_read_ || nss_text != nsswitch_text_;
-    nsswitch_text_ = std::move(nss_text);
-    nsswitch_read_ = true;
+    bool passwd_text_changed = false;
+    bool replan = !nsswitch_read_;
+    if (forced || may_have_changed(options_.nsswitch_path, nsswitch_seen_)) {
+        std::string error;
+        auto nss = read_file(options_.nsswitch_path, nsswitch_seen_, error);
+        // A missing nsswitch.conf is glibc's defaults; an unreadable one too, for want of
+        // better.
+        if (!error.empty()) {
+            log_warning("nscd: %s unreadable (%s): glibc's defaults assumed",
+                        options_.nsswitch_path.c_str(), error.c_str());
+        }
+        std::string nss_text = nss.value_or("");
+        replan = replan || nss_text != nsswitch_text_;
+        nsswitch_text_ = std::move(nss_text);
+        nsswitch_read_ = true;
+    }
     const std::string* paths[kDbs] = {&options_.passwd_path, &options_.group_path,
                                       &options_.services_path};
     for (size_t i = 0; i < kDbs; ++i) {
-        auto text = read_text(*paths[i]);
-        const bool readable = text.has_value();
-        if (readable == state_[i].readable && (!readable || *text == state_[i].text) && !replan) {
-            continue;
-        }
-        if (readable == state_[i].readable && (!readable || *text == state_[i].text)) {
+        State& st = state_[i];
+        const bool force = forced && *forced == i;
+        if (!force && !may_have_changed(*paths[i], st.seen)) {
             changed[i] = replan;
             continue;
         }
+        std::string error;
+        auto text = read_file(*paths[i], st.seen, error);
+        const bool readable = text.has_value();
+        const bool same = readable == st.readable && (!readable || *text == st.text);
+        if (same && !force) {
+            changed[i] = replan;
+            continue;
+        }
+        if (i == kPasswd) passwd_text_changed = !same;
+        if (!readable && !error.empty()) {
+            log_warning("nscd %s: %s unreadable (%s): proxied", maps_[i]->name().c_str(),
+                        paths[i]->c_str(), error.c_str());
+        }
         changed[i] = true;
-        state_[i].readable = readable;
-        state_[i].text = text.value_or("");
+        st.readable = readable;
+        st.text = text.value_or("");
         if (i == kPasswd) {
-            passwd_ =
-                readable ? std::optional(nsdb::PasswdFile::parse(state_[i].text)) : std::nullopt;
+            passwd_ = readable ? std::optional(nsdb::PasswdFile::parse(st.text)) : std::nullopt;
         } else if (i == kGroup) {
-            group_ =
-                readable ? std::optional(nsdb::GroupFile::parse(state_[i].text)) : std::nullopt;
+            group_ = readable ? std::optional(nsdb::GroupFile::parse(st.text)) : std::nullopt;
         } else {
             services_ =
-                readable ? std::optional(nsdb::ServicesFile::parse(state_[i].text)) : std::nullopt;
+                readable ? std::optional(nsdb::ServicesFile::parse(st.text)) : std::nullopt;
         }
     }
     // initgroups answers use the passwd file (is the user a files user?).
-    if (changed[kPasswd]) changed[kGroup] = true;
+    if (passwd_text_changed) changed[kGroup] = true;
     if (!replan && !changed[kPasswd] && !changed[kGroup] && !changed[kServices]) return;
     const nsdb::NsswitchConf conf = nsdb::NsswitchConf::parse(nsswitch_text_);
     for (size_t i = 0; i < kDbs; ++i) {

@@ -29,9 +29,11 @@
 // All of it on the host front's thread; the sources' calls on the pool's threads.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <array>
+#include <ctime>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -91,6 +93,11 @@ struct UserDbOptions {
     MapOptions map;
     bool maps = true;  // false: answers only on the socket (tests)
     uint64_t deadline_ms = 2500;
+    // A file larger than this is unreadable (its database proxied): /etc/passwd of 10k users
+    // is about 1.5 MB, and the front's thread, which also answers hosts, reads it.
+    size_t max_file_bytes = 64u << 20;
+    // The files' clock (CLOCK_REALTIME seconds): judges whether a stat is too recent to trust.
+    std::function<int64_t()> wall_s = [] { return static_cast<int64_t>(time(nullptr)); };
     SourceFactory sources = module_chain_source;
 };
 
@@ -117,7 +124,8 @@ class UserDatabases {
     std::vector<uint8_t> fd_reply(RequestType type, const std::string& name, int& fd) const;
     // INVALIDATE of "passwd", "group" or "services": flushes it; false for other names.
     bool invalidate(const std::string& name);
-    // Re-reads the files and nsswitch.conf now (the watch's callback; tests).
+    // Re-reads the files and nsswitch.conf that may have changed (their stat differs) now
+    // (the watch's callback; tests).
     void reload();
     void heartbeat(uint64_t now_s);
     void shutdown();
@@ -126,6 +134,7 @@ class UserDatabases {
     int plan_code(Db db) const;
     size_t map_entries(Db db) const { return maps_[db]->entries(); }
     size_t jobs_in_flight() const { return jobs_.size(); }
+    uint64_t files_read() const { return files_read_; }
 
   private:
     struct Waiter {
@@ -152,6 +161,12 @@ class UserDatabases {
         std::vector<uint8_t> reply;
         bool publish_not_found = false;  // initgroups of a files user: exact enough
     };
+    // A file's stat when last read: an event that leaves it the same reads nothing.
+    struct FileSeen {
+        struct stat st {};
+        bool exists = false;
+        bool known = false;
+    };
     // The effective way a database is served now.
     enum class Mode { decline, proxy, files_only, files_then_modules, cached_proxy };
     struct State {
@@ -162,9 +177,15 @@ class UserDatabases {
         std::shared_ptr<ModuleSource> initgroups_modules;
         std::string text;  // the file as last read
         bool readable = false;
+        FileSeen seen;
     };
 
     static Db db_of(RequestType type);
+    // `forced`: that database's file is read and planned again whatever its stat says.
+    void reload_now(std::optional<Db> forced);
+    std::optional<std::string> read_file(const std::string& path, FileSeen& seen,
+                                         std::string& error);
+    bool may_have_changed(const std::string& path, FileSeen& seen) const;
     Mode mode_for(Db db, const nsdb::SwitchLine& line, size_t compat_lines, bool readable,
                   std::shared_ptr<ModuleSource>& modules) const;
     // Answers from the files; false when the key is not in them (a module job follows).
@@ -192,6 +213,8 @@ class UserDatabases {
     std::array<State, kDbs> state_;
     std::string nsswitch_text_;
     bool nsswitch_read_ = false;
+    FileSeen nsswitch_seen_;
+    uint64_t files_read_ = 0;
     std::optional<nsdb::PasswdFile> passwd_;
     std::optional<nsdb::GroupFile> group_;
     std::optional<nsdb::ServicesFile> services_;

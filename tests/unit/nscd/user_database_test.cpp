@@ -3,12 +3,15 @@
 // temp folder and a fake NSS source behind the files.
 #include "nscd/user_database.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -110,7 +113,8 @@ constexpr const char* kGroup =
 constexpr const char* kServices = "http 80/tcp www\n";
 
 struct Harness {
-    explicit Harness(const std::string& nsswitch, DbPolicy policy = DbPolicy::automatic)
+    explicit Harness(const std::string& nsswitch, DbPolicy policy = DbPolicy::automatic,
+                     const std::function<void(UserDbOptions&)>& tweak = {})
         : source(std::make_shared<FakeSource>()) {
         write_file(path("passwd"), kPasswd);
         write_file(path("group"), kGroup);
@@ -128,6 +132,7 @@ struct Harness {
         o.users.services_path = path("services");
         o.users.nsswitch_path = path("nsswitch.conf");
         o.users.sources = [s = source](const std::vector<std::string>&) { return s; };
+        if (tweak) tweak(o.users);
         nscd = std::make_unique<NscdServer>(h.front, o);
         const Result<void> opened = nscd->open();
         EXPECT_TRUE(opened) << (opened ? "" : opened.error());
@@ -345,6 +350,29 @@ TEST(UserDatabases, AnEditOfTheFileFlushesItsMapIncludingANegative) {
     t.users().reload();
     EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), 0u);
     EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "carol")), 1);
+}
+
+TEST(UserDatabases, AWatchEventReadsOnlyTheFilesThatChanged) {
+    // The files' clock 10 s on: past the window in which a stat cannot tell two writes apart.
+    Harness t(kFilesOnly, DbPolicy::automatic,
+              [](UserDbOptions& o) { o.wall_s = [] { return time(nullptr) + 10; }; });
+    const uint64_t reads = t.users().files_read();
+    t.users().reload();
+    EXPECT_EQ(t.users().files_read(), reads);
+    write_file(t.path("group"), std::string(kGroup) + "extra:x:77:\n");
+    t.users().reload();
+    EXPECT_EQ(t.users().files_read(), reads + 1);
+    EXPECT_EQ(found_of(t.ask(GETGRBYNAME, "extra")), 1);
+}
+
+TEST(UserDatabases, AnOversizedFileIsUnreadableAndItsDatabaseProxied) {
+    Harness t(kFilesOnly, DbPolicy::automatic,
+              [](UserDbOptions& o) { o.max_file_bytes = std::strlen(kPasswd); });
+    EXPECT_EQ(t.users().plan_code(UserDatabases::kGroup), 2);
+    write_file(t.path("group"), std::string(kGroup) + "extra:x:77:" + std::string(40, 'm') + "\n");
+    t.users().reload();
+    EXPECT_EQ(t.users().plan_code(UserDatabases::kGroup), 1);  // proxy
+    EXPECT_EQ(t.users().plan_code(UserDatabases::kPasswd), 2);
 }
 
 TEST(UserDatabases, AChangedNsswitchConfReplans) {
