@@ -750,6 +750,10 @@ std::vector<uint8_t> UserDatabases::fd_reply(RequestType type, const std::string
 bool UserDatabases::invalidate(const std::string& name) {
     for (size_t i = 0; i < kDbs; ++i) {
         if (name != maps_[i]->name()) continue;
+        // What an operator runs when the watch missed a change (NFS, a file replaced under a
+        // bind mount): the file is read again whatever it looks like, planned again (an NSS
+        // module that failed to load is tried again) and the map emptied.
+        reload_now(static_cast<Db>(i));
         maps_[i]->flush();
         set_levels();
         return true;

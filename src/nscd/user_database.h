@@ -122,7 +122,8 @@ class UserDatabases {
     void on_close(RequestConnection& connection);
     // GETFDPW, GETFDGR, GETFDSERV: the map's reply, or empty (no descriptor) when not cached.
     std::vector<uint8_t> fd_reply(RequestType type, const std::string& name, int& fd) const;
-    // INVALIDATE of "passwd", "group" or "services": flushes it; false for other names.
+    // INVALIDATE of "passwd", "group" or "services": reads its file again (even if it looks
+    // unchanged), plans it again and flushes it; false for other names.
     bool invalidate(const std::string& name);
     // Re-reads the files and nsswitch.conf that may have changed (their stat differs) now
     // (the watch's callback; tests).

@@ -342,6 +342,16 @@ TEST(UserDatabases, InvalidateFromRootFlushesThatDatabase) {
     EXPECT_EQ(t.users().map_entries(UserDatabases::kGroup), 2u);
 }
 
+TEST(UserDatabases, InvalidateReadsTheFileAgainEvenWhenTheWatchMissedIt) {
+    if (getuid() != 0) GTEST_SKIP() << "INVALIDATE needs root";
+    Harness t(kFilesOnly);
+    EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "carol")), 0);
+    // Changed behind the watch's back (no reload): only INVALIDATE can tell.
+    write_file(t.path("passwd"), std::string(kPasswd) + "carol:x:1001:1001::/:/bin/sh\n");
+    EXPECT_EQ(t.ask(INVALIDATE, "passwd").size(), sizeof(int32_t));
+    EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "carol")), 1);
+}
+
 TEST(UserDatabases, AnEditOfTheFileFlushesItsMapIncludingANegative) {
     Harness t(kFilesOnly);
     EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "carol")), 0);
