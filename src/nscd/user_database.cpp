@@ -37,8 +37,8 @@ class ChainSource final : public ModuleSource {
         return chain_.group_by_name(n);
     }
     nsdb::GroupResult group_by_gid(uint32_t g) override { return chain_.group_by_gid(g); }
-    nsdb::GroupListResult groups_of(const std::string& u, uint32_t g) override {
-        return chain_.groups_of(u, g);
+    nsdb::GroupListResult groups_of(const std::string& u, uint32_t g, bool merge_all) override {
+        return chain_.groups_of(u, g, merge_all);
     }
     nsdb::ServiceResult service_by_name(const std::string& n, const std::string& p) override {
         return chain_.service_by_name(n, p);
@@ -294,6 +294,7 @@ void UserDatabases::reload_now(std::optional<Db> forced) {
             // initgroups also needs the passwd file (the user's files entry).
             s.initgroups_mode = mode_for(db, conf.line("initgroups"), compat,
                                          s.readable && passwd_.has_value(), s.initgroups_modules);
+            s.initgroups_merge = conf.line("initgroups").merge_groups;
         } else {
             s.mode = mode_for(db, conf.line("services"), 0, s.readable, s.modules);
         }
@@ -460,8 +461,11 @@ bool UserDatabases::answer_from_files(RequestConnection& connection, Db db, Requ
             return true;
         }
         case INITGROUPS: {
-            if (!group_ || !final) return false;  // other sources add groups: a job
+            if (!group_) return false;
             const std::vector<uint32_t> gids = group_->groups_of(text);
+            // Other sources add groups (a job), unless an initgroups line of its own stops at
+            // the files' SUCCESS (the user is in a files group), as glibc does.
+            if (!final && (state_[kGroup].initgroups_merge || gids.empty())) return false;
             reply_and_publish(&connection, db, type, key,
                               initgroups_record(gids.empty() ? nullptr : &gids), ttl);
             return true;
@@ -536,9 +540,11 @@ void UserDatabases::start_job(RequestConnection& connection, Db db, RequestType 
         }
         auto modules = type == INITGROUPS ? s.initgroups_modules : s.modules;
         auto work = [this, token, modules, type, text, cached_proxy,
-                     files_groups = std::move(files_groups), files_user, running]() {
+                     files_groups = std::move(files_groups), files_user, running,
+                     merge_all = s.initgroups_merge]() {
             running->store(true, std::memory_order_release);
-            return run_job(token, modules, type, text, cached_proxy, files_groups, files_user);
+            return run_job(token, modules, type, text, cached_proxy, files_groups, files_user,
+                           merge_all);
         };
         if (!pool_.submit_work(token, user, std::move(work),
                                loop_.now_ms() + options_.deadline_ms)) {
@@ -573,7 +579,8 @@ void UserDatabases::start_job(RequestConnection& connection, Db db, RequestType 
 // On a pool thread: asks the sources (or libc) and encodes the reply there.
 OtherDatabases::Finish UserDatabases::run_job(uint64_t token, std::shared_ptr<ModuleSource> m,
                                               RequestType type, std::string text, bool cached_proxy,
-                                              std::vector<uint32_t> files_groups, bool files_user) {
+                                              std::vector<uint32_t> files_groups, bool files_user,
+                                              bool merge_all) {
     Outcome o;
     if (cached_proxy || m == nullptr) {
         o.reply = other_database_reply(type, name_key(text));
@@ -615,7 +622,7 @@ OtherDatabases::Finish UserDatabases::run_job(uint64_t token, std::shared_ptr<Mo
             break;
         }
         case INITGROUPS: {
-            nsdb::GroupListResult r = m->groups_of(text, kNoGroup);
+            nsdb::GroupListResult r = m->groups_of(text, kNoGroup, merge_all);
             if (r.status == nsdb::Status::unavailable) {
                 o.status = r.status;
                 break;

@@ -68,7 +68,10 @@ class ModuleSource {
     virtual nsdb::PasswdResult passwd_by_uid(uint32_t uid) = 0;
     virtual nsdb::GroupResult group_by_name(const std::string& name) = 0;
     virtual nsdb::GroupResult group_by_gid(uint32_t gid) = 0;
-    virtual nsdb::GroupListResult groups_of(const std::string& user, uint32_t primary_gid) = 0;
+    // `merge_all`: every module's groups (no initgroups line); false: the first SUCCESS ends it
+    // (an initgroups line of its own, SwitchLine::merge_groups).
+    virtual nsdb::GroupListResult groups_of(const std::string& user, uint32_t primary_gid,
+                                            bool merge_all) = 0;
     virtual nsdb::ServiceResult service_by_name(const std::string& name,
                                                 const std::string& proto) = 0;
     virtual nsdb::ServiceResult service_by_port(int32_t port, const std::string& proto) = 0;
@@ -174,6 +177,7 @@ class UserDatabases {
         DbPolicy policy = DbPolicy::automatic;
         Mode mode = Mode::proxy;
         Mode initgroups_mode = Mode::proxy;  // group only
+        bool initgroups_merge = true;        // group only: SwitchLine::merge_groups
         std::shared_ptr<ModuleSource> modules;
         std::shared_ptr<ModuleSource> initgroups_modules;
         std::string text;  // the file as last read
@@ -199,7 +203,8 @@ class UserDatabases {
                    bool cached_proxy);
     OtherDatabases::Finish run_job(uint64_t token, std::shared_ptr<ModuleSource> modules,
                                    RequestType type, std::string text, bool cached_proxy,
-                                   std::vector<uint32_t> files_groups, bool files_user);
+                                   std::vector<uint32_t> files_groups, bool files_user,
+                                   bool merge_all);
     void finish(uint64_t token, Outcome outcome);
     void drop_waiter(uint64_t token, uint64_t connection, bool timed_out);
     void set_levels();

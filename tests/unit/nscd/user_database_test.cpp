@@ -64,7 +64,7 @@ class FakeSource final : public ModuleSource {
     }
     nsdb::GroupResult group_by_name(const std::string&) override { return {status, {}}; }
     nsdb::GroupResult group_by_gid(uint32_t) override { return {status, {}}; }
-    nsdb::GroupListResult groups_of(const std::string&, uint32_t) override {
+    nsdb::GroupListResult groups_of(const std::string&, uint32_t, bool) override {
         wait();
         nsdb::GroupListResult r;
         r.status = status;
@@ -233,6 +233,19 @@ TEST(UserDatabases, AFoundEntryInTheDynamicRangeIsAnsweredButNotPublished) {
         EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "ldap-user")), 1);
         EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), 1u);
     }
+}
+
+TEST(UserDatabases, AnInitgroupsLineOfItsOwnStopsAtTheFilesSuccess) {
+    Harness t("passwd: files fake\ngroup: files fake\ninitgroups: files fake\n");
+    t.source->status = nsdb::Status::found;
+    EXPECT_EQ(found_of(t.ask(INITGROUPS, "alice")), 1);  // in staff: the files succeed
+    EXPECT_EQ(t.source->calls.load(), 0);
+    EXPECT_EQ(found_of(t.ask(INITGROUPS, "carol")), 1);  // in no files group: the module
+    EXPECT_EQ(t.source->calls.load(), 1);
+    Harness merged(kHybrid);  // no initgroups line: every source, merged
+    merged.source->status = nsdb::Status::found;
+    EXPECT_EQ(found_of(merged.ask(INITGROUPS, "alice")), 1);
+    EXPECT_EQ(merged.source->calls.load(), 1);
 }
 
 TEST(UserDatabases, IdenticalLookupsInFlightShareOneJob) {
