@@ -623,17 +623,13 @@ OtherDatabases::Finish UserDatabases::run_job(uint64_t token, std::shared_ptr<Mo
         }
         case INITGROUPS: {
             nsdb::GroupListResult r = m->groups_of(text, kNoGroup, merge_all);
-            if (r.status == nsdb::Status::unavailable) {
-                o.status = r.status;
-                break;
-            }
+            // As glibc's internal_getgrouplist: a module's TRYAGAIN or UNAVAIL adds nothing
+            // and the lookup goes on; the answer is the groups collected. No reply would
+            // turn off the group map in the caller for 100 calls (the flag is shared).
+            o.incomplete = r.status == nsdb::Status::unavailable || r.incomplete;
             std::vector<uint32_t> all = files_groups;
-            if (r.status == nsdb::Status::found) {
-                for (uint32_t g : r.entry) {
-                    bool seen = false;
-                    for (uint32_t h : all) seen = seen || h == g;
-                    if (!seen) all.push_back(g);
-                }
+            for (uint32_t g : r.entry) {
+                if (std::find(all.begin(), all.end(), g) == all.end()) all.push_back(g);
             }
             o.status = all.empty() ? nsdb::Status::not_found : nsdb::Status::found;
             o.reply = initgroups_record(all.empty() ? nullptr : &all);
@@ -694,6 +690,11 @@ void UserDatabases::finish(uint64_t token, Outcome o) {
             ttl = options_.negative_ttl_s;
         }
     } else {
+        bump(counters_.nscd_jobs_unavailable);
+    }
+    // A module was down: the answer is what glibc would give now, not one to keep.
+    if (o.incomplete) {
+        ttl = 0;
         bump(counters_.nscd_jobs_unavailable);
     }
     // A flush since the job started: what it found may be what the flush was about.

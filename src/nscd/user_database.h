@@ -164,6 +164,7 @@ class UserDatabases {
         nsdb::Status status = nsdb::Status::unavailable;
         std::vector<uint8_t> reply;
         bool publish_not_found = false;  // initgroups of a files user: exact enough
+        bool incomplete = false;         // initgroups: a module was down (answered, unpublished)
     };
     // A file's stat when last read: an event that leaves it the same reads nothing.
     struct FileSeen {

@@ -213,6 +213,24 @@ TEST(UserDatabases, AnUnavailableSourceGetsNoReplyAndNothingCached) {
     EXPECT_EQ(t.h.counters.nscd_jobs_unavailable.load(), 1u);
 }
 
+TEST(UserDatabases, InitgroupsWithAModuleDownAnswersTheGroupsCollectedUnpublished) {
+    Harness t(kHybrid, DbPolicy::cache);
+    t.source->status = nsdb::Status::unavailable;
+    std::vector<uint8_t> reply = t.ask(INITGROUPS, "alice");
+    EXPECT_EQ(found_of(reply), 1);  // staff, from the files
+    ASSERT_EQ(reply.size(), 12u + 4u);
+    int32_t gid = 0;
+    std::memcpy(&gid, reply.data() + 12, sizeof gid);
+    EXPECT_EQ(gid, 50);
+    EXPECT_EQ(found_of(t.ask(INITGROUPS, "carol")), 0);  // nothing collected: still a reply
+    EXPECT_EQ(t.users().map_entries(UserDatabases::kGroup), 0u);
+    EXPECT_EQ(t.h.counters.nscd_jobs_unavailable.load(), 2u);
+    // By name, still no reply.
+    bool closed = false;
+    EXPECT_TRUE(t.ask(GETPWBYNAME, "ghost", &closed).empty());
+    EXPECT_TRUE(closed);
+}
+
 TEST(UserDatabases, CacheKeepsNegativesButNeverInTheDynamicRange) {
     Harness t(kHybrid, DbPolicy::cache);
     EXPECT_EQ(found_of(t.ask(GETPWBYUID, "61200")), 0);
