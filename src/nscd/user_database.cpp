@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "nscd/user_database.h"
 
+#include <sys/stat.h>
 #include <algorithm>
 #include <cstring>
-#include <sys/stat.h>
 
 #include <cerrno>
 #include <ctime>
@@ -209,14 +209,14 @@ bool UserDatabases::may_have_changed(const std::string& path, FileSeen& seen) co
     struct stat st {};
     const bool exists = stat(path.c_str(), &st) == 0;
     const int64_t now_s = options_.wall_s();
-    const bool same = seen.known && exists == seen.exists &&
-                      (!exists || (st.st_dev == seen.st.st_dev && st.st_ino == seen.st.st_ino &&
-                                   st.st_size == seen.st.st_size &&
-                                   st.st_mtim.tv_sec == seen.st.st_mtim.tv_sec &&
-                                   st.st_mtim.tv_nsec == seen.st.st_mtim.tv_nsec &&
-                                   st.st_ctim.tv_sec == seen.st.st_ctim.tv_sec &&
-                                   st.st_ctim.tv_nsec == seen.st.st_ctim.tv_nsec &&
-                                   now_s > st.st_ctim.tv_sec + 2));
+    const bool same =
+        seen.known && exists == seen.exists &&
+        (!exists ||
+         (st.st_dev == seen.st.st_dev && st.st_ino == seen.st.st_ino &&
+          st.st_size == seen.st.st_size && st.st_mtim.tv_sec == seen.st.st_mtim.tv_sec &&
+          st.st_mtim.tv_nsec == seen.st.st_mtim.tv_nsec &&
+          st.st_ctim.tv_sec == seen.st.st_ctim.tv_sec &&
+          st.st_ctim.tv_nsec == seen.st.st_ctim.tv_nsec && now_s > st.st_ctim.tv_sec + 2));
     seen.known = true;
     seen.exists = exists;
     seen.st = st;
@@ -271,8 +271,7 @@ void UserDatabases::reload_now(std::optional<Db> forced) {
         } else if (i == kGroup) {
             group_ = readable ? std::optional(nsdb::GroupFile::parse(st.text)) : std::nullopt;
         } else {
-            services_ =
-                readable ? std::optional(nsdb::ServicesFile::parse(st.text)) : std::nullopt;
+            services_ = readable ? std::optional(nsdb::ServicesFile::parse(st.text)) : std::nullopt;
         }
     }
     // initgroups answers use the passwd file (is the user a files user?).

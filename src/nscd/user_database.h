@@ -33,9 +33,9 @@
 #include <sys/types.h>
 
 #include <array>
-#include <ctime>
 #include <atomic>
 #include <cstdint>
+#include <ctime>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -227,11 +227,11 @@ class UserDatabases {
     std::optional<nsdb::ServicesFile> services_;
     FileWatch watch_;
     uint64_t next_token_ = 1;
-    std::unordered_map<uint64_t, Job> jobs_;              // by token
+    std::unordered_map<uint64_t, Job> jobs_;  // by token
     // (type, key) -> the tokens of its copies that may be joined (at most one per uid).
     std::unordered_map<std::string, std::vector<uint64_t>> joinable_;
     void forget_joinable(const std::string& index_key, uint64_t token);
-    std::unordered_map<uint64_t, uint64_t> waiting_;      // connection -> token
+    std::unordered_map<uint64_t, uint64_t> waiting_;  // connection -> token
 };
 
 }  // namespace nscache::nscd
