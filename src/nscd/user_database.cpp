@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "nscd/user_database.h"
 
+#include <sys/stat.h>
+#include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
+#include <cerrno>
+#include <ctime>
+
+#include "common/files.h"
 #include "common/log.h"
 #include "nscd/user_records.h"
 #include "nsdb/module_chain.h"
@@ -33,8 +37,8 @@ class ChainSource final : public ModuleSource {
         return chain_.group_by_name(n);
     }
     nsdb::GroupResult group_by_gid(uint32_t g) override { return chain_.group_by_gid(g); }
-    nsdb::GroupListResult groups_of(const std::string& u, uint32_t g) override {
-        return chain_.groups_of(u, g);
+    nsdb::GroupListResult groups_of(const std::string& u, uint32_t g, bool merge_all) override {
+        return chain_.groups_of(u, g, merge_all);
     }
     nsdb::ServiceResult service_by_name(const std::string& n, const std::string& p) override {
         return chain_.service_by_name(n, p);
@@ -47,17 +51,37 @@ class ChainSource final : public ModuleSource {
     nsdb::ModuleChain chain_;
 };
 
-// The file's text; nullopt when it cannot be read.
-std::optional<std::string> read_text(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return std::nullopt;
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
 bool in_dynamic_range(uint32_t id) {
     return id >= kDynamicFirst && id <= kDynamicLast;
+}
+
+// A found record from a module names an id in systemd's dynamic range: a DynamicUser's id
+// is freed when its service stops and may be handed to another, so the record is answered
+// but never published (libnss_systemd answers over a local varlink call: cheap to ask).
+bool names_dynamic_id(RequestType type, const std::vector<uint8_t>& reply) {
+    auto at = [&reply](size_t offset) {
+        uint32_t v = 0;
+        if (reply.size() >= offset + sizeof v) std::memcpy(&v, reply.data() + offset, sizeof v);
+        return v;
+    };
+    if (reply.size() < 2 * sizeof(int32_t) || at(sizeof(int32_t)) != 1) return false;
+    switch (type) {
+        case GETPWBYNAME:
+        case GETPWBYUID:  // pw_response_header: pw_uid at 16, pw_gid at 20
+            return in_dynamic_range(at(16)) || in_dynamic_range(at(20));
+        case GETGRBYNAME:
+        case GETGRBYGID:  // gr_response_header: gr_gid at 16
+            return in_dynamic_range(at(16));
+        case INITGROUPS: {  // initgr_response_header: ngrps at 8, the gids from 12
+            const uint32_t n = at(8);
+            for (uint32_t i = 0; i < n; ++i) {
+                if (in_dynamic_range(at(12 + 4 * size_t{i}))) return true;
+            }
+            return false;
+        }
+        default:
+            return false;
+    }
 }
 
 bool by_id(RequestType type) {
@@ -164,41 +188,94 @@ UserDatabases::Mode UserDatabases::mode_for(Db db, const nsdb::SwitchLine& line,
 }
 
 void UserDatabases::reload() {
+    reload_now(std::nullopt);
+}
+
+std::optional<std::string> UserDatabases::read_file(const std::string& path, FileSeen& seen,
+                                                    std::string& error) {
+    ++files_read_;
+    std::optional<std::string> text = read_small_file(path, options_.max_file_bytes, error);
+    if (!text) {
+        if (errno == ENOENT) error.clear();  // missing: nothing to say beyond the plan
+        seen.known = false;                  // read it again on the next event, whatever
+    }
+    return text;
+}
+
+// Whether `path` may differ from when `seen` was taken (and takes it anew). A stat the same
+// as before skips the read, except when the file changed in the last 2 s: its timestamp's
+// granularity (a jiffy) cannot tell two writes in that time apart.
+bool UserDatabases::may_have_changed(const std::string& path, FileSeen& seen) const {
+    struct stat st {};
+    const bool exists = stat(path.c_str(), &st) == 0;
+    const int64_t now_s = options_.wall_s();
+    const bool same =
+        seen.known && exists == seen.exists &&
+        (!exists ||
+         (st.st_dev == seen.st.st_dev && st.st_ino == seen.st.st_ino &&
+          st.st_size == seen.st.st_size && st.st_mtim.tv_sec == seen.st.st_mtim.tv_sec &&
+          st.st_mtim.tv_nsec == seen.st.st_mtim.tv_nsec &&
+          st.st_ctim.tv_sec == seen.st.st_ctim.tv_sec &&
+          st.st_ctim.tv_nsec == seen.st.st_ctim.tv_nsec && now_s > st.st_ctim.tv_sec + 2));
+    seen.known = true;
+    seen.exists = exists;
+    seen.st = st;
+    return !same;
+}
+
+void UserDatabases::reload_now(std::optional<Db> forced) {
     bool changed[kDbs] = {false, false, false};
-    auto nss = read_text(options_.nsswitch_path);
-    // A missing nsswitch.conf is glibc's defaults; an unreadable one too, for want of better.
-    std::string nss_text = nss.value_or("");
-    bool replan = !nsswitch_read_ || nss_text != nsswitch_text_;
-    nsswitch_text_ = std::move(nss_text);
-    nsswitch_read_ = true;
+    bool passwd_text_changed = false;
+    bool replan = !nsswitch_read_;
+    if (forced || may_have_changed(options_.nsswitch_path, nsswitch_seen_)) {
+        std::string error;
+        auto nss = read_file(options_.nsswitch_path, nsswitch_seen_, error);
+        // A missing nsswitch.conf is glibc's defaults; an unreadable one too, for want of
+        // better.
+        if (!error.empty()) {
+            log_warning("nscd: %s unreadable (%s): glibc's defaults assumed",
+                        options_.nsswitch_path.c_str(), error.c_str());
+        }
+        std::string nss_text = nss.value_or("");
+        replan = replan || nss_text != nsswitch_text_;
+        nsswitch_text_ = std::move(nss_text);
+        nsswitch_read_ = true;
+    }
     const std::string* paths[kDbs] = {&options_.passwd_path, &options_.group_path,
                                       &options_.services_path};
     for (size_t i = 0; i < kDbs; ++i) {
-        auto text = read_text(*paths[i]);
-        const bool readable = text.has_value();
-        if (readable == state_[i].readable && (!readable || *text == state_[i].text) && !replan) {
-            continue;
-        }
-        if (readable == state_[i].readable && (!readable || *text == state_[i].text)) {
+        State& st = state_[i];
+        const bool force = forced && *forced == i;
+        if (!force && !may_have_changed(*paths[i], st.seen)) {
             changed[i] = replan;
             continue;
         }
+        std::string error;
+        auto text = read_file(*paths[i], st.seen, error);
+        const bool readable = text.has_value();
+        const bool same = readable == st.readable && (!readable || *text == st.text);
+        if (same && !force) {
+            changed[i] = replan;
+            continue;
+        }
+        if (i == kPasswd) passwd_text_changed = !same;
+        if (!readable && !error.empty()) {
+            log_warning("nscd %s: %s unreadable (%s): proxied", maps_[i]->name().c_str(),
+                        paths[i]->c_str(), error.c_str());
+        }
         changed[i] = true;
-        state_[i].readable = readable;
-        state_[i].text = text.value_or("");
+        st.readable = readable;
+        st.text = text.value_or("");
         if (i == kPasswd) {
-            passwd_ =
-                readable ? std::optional(nsdb::PasswdFile::parse(state_[i].text)) : std::nullopt;
+            passwd_ = readable ? std::optional(nsdb::PasswdFile::parse(st.text)) : std::nullopt;
         } else if (i == kGroup) {
-            group_ =
-                readable ? std::optional(nsdb::GroupFile::parse(state_[i].text)) : std::nullopt;
+            group_ = readable ? std::optional(nsdb::GroupFile::parse(st.text)) : std::nullopt;
         } else {
-            services_ =
-                readable ? std::optional(nsdb::ServicesFile::parse(state_[i].text)) : std::nullopt;
+            services_ = readable ? std::optional(nsdb::ServicesFile::parse(st.text)) : std::nullopt;
         }
     }
     // initgroups answers use the passwd file (is the user a files user?).
-    if (changed[kPasswd]) changed[kGroup] = true;
+    if (passwd_text_changed) changed[kGroup] = true;
     if (!replan && !changed[kPasswd] && !changed[kGroup] && !changed[kServices]) return;
     const nsdb::NsswitchConf conf = nsdb::NsswitchConf::parse(nsswitch_text_);
     for (size_t i = 0; i < kDbs; ++i) {
@@ -216,10 +293,16 @@ void UserDatabases::reload() {
             // initgroups also needs the passwd file (the user's files entry).
             s.initgroups_mode = mode_for(db, conf.line("initgroups"), compat,
                                          s.readable && passwd_.has_value(), s.initgroups_modules);
+            s.initgroups_merge = conf.line("initgroups").merge_groups;
         } else {
             s.mode = mode_for(db, conf.line("services"), 0, s.readable, s.modules);
         }
         maps_[i]->flush();
+        // Jobs started under the old plan answer only their own waiters.
+        for (auto j = joinable_.begin(); j != joinable_.end();) {
+            std::erase_if(j->second, [&](uint64_t t) { return jobs_.at(t).db == db; });
+            j = j->second.empty() ? joinable_.erase(j) : std::next(j);
+        }
     }
     set_levels();
 }
@@ -377,8 +460,11 @@ bool UserDatabases::answer_from_files(RequestConnection& connection, Db db, Requ
             return true;
         }
         case INITGROUPS: {
-            if (!group_ || !final) return false;  // other sources add groups: a job
+            if (!group_) return false;
             const std::vector<uint32_t> gids = group_->groups_of(text);
+            // Other sources add groups (a job), unless an initgroups line of its own stops at
+            // the files' SUCCESS (the user is in a files group), as glibc does.
+            if (!final && (state_[kGroup].initgroups_merge || gids.empty())) return false;
             reply_and_publish(&connection, db, type, key,
                               initgroups_record(gids.empty() ? nullptr : &gids), ttl);
             return true;
@@ -418,20 +504,30 @@ void UserDatabases::reply_and_publish(RequestConnection* connection, Db db, Requ
 void UserDatabases::start_job(RequestConnection& connection, Db db, RequestType type,
                               std::vector<uint8_t> key, bool cached_proxy) {
     std::string index_key = MapWriter::index_key(type, key);
+    const uid_t user = connection.peer_uid();
     uint64_t token = 0;
-    auto j = joinable_.find(index_key);
-    // A job queued past half the deadline may be dropped unrun (a full pool): a newcomer then
-    // starts its own rather than wait on it to its own deadline.
-    if (j != joinable_.end() &&
-        loop_.now_ms() >= jobs_.at(j->second).started_ms + options_.deadline_ms / 2) {
-        joinable_.erase(j);
-        j = joinable_.end();
+    std::vector<uint64_t>& copies = joinable_[index_key];
+    for (auto t = copies.begin(); t != copies.end();) {
+        const Job& other = jobs_.at(*t);
+        const bool running = other.running->load(std::memory_order_acquire);
+        // A job queued past half the deadline may be dropped unrun (a full pool): a newcomer
+        // then starts its own rather than wait on it to its own deadline.
+        if (!running && loop_.now_ms() >= other.started_ms + options_.deadline_ms / 2) {
+            t = copies.erase(t);
+            continue;
+        }
+        // Another user's queued job may wait behind that user's own slow lookups.
+        if (running || other.user == user) {
+            token = *t;
+            break;
+        }
+        ++t;
     }
-    if (j != joinable_.end()) {
-        token = j->second;
+    if (token != 0) {
         bump(counters_.nscd_jobs_coalesced);
     } else {
         token = kTokenBit | next_token_++;
+        auto running = std::make_shared<std::atomic<bool>>(false);
         const State& s = state_[db];
         std::string text;
         key_string(key, text);
@@ -443,11 +539,15 @@ void UserDatabases::start_job(RequestConnection& connection, Db db, RequestType 
         }
         auto modules = type == INITGROUPS ? s.initgroups_modules : s.modules;
         auto work = [this, token, modules, type, text, cached_proxy,
-                     files_groups = std::move(files_groups), files_user]() {
-            return run_job(token, modules, type, text, cached_proxy, files_groups, files_user);
+                     files_groups = std::move(files_groups), files_user, running,
+                     merge_all = s.initgroups_merge]() {
+            running->store(true, std::memory_order_release);
+            return run_job(token, modules, type, text, cached_proxy, files_groups, files_user,
+                           merge_all);
         };
-        if (!pool_.submit_work(token, connection.peer_uid(), std::move(work),
+        if (!pool_.submit_work(token, user, std::move(work),
                                loop_.now_ms() + options_.deadline_ms)) {
+            if (copies.empty()) joinable_.erase(index_key);
             connection.send({});  // the pool is full: glibc asks NSS itself
             return;
         }
@@ -458,11 +558,12 @@ void UserDatabases::start_job(RequestConnection& connection, Db db, RequestType 
         job.key = std::move(key);
         job.index_key = index_key;
         job.generation = maps_[db]->generation();
-        job.user = connection.peer_uid();
+        job.user = user;
         job.started_ms = loop_.now_ms();
         job.cache_negative = s.policy == DbPolicy::cache;
+        job.running = std::move(running);
         jobs_.emplace(token, std::move(job));
-        joinable_.emplace(std::move(index_key), token);
+        copies.push_back(token);
     }
     Job& job = jobs_.at(token);
     const uint64_t id = connection.id();
@@ -477,7 +578,8 @@ void UserDatabases::start_job(RequestConnection& connection, Db db, RequestType 
 // On a pool thread: asks the sources (or libc) and encodes the reply there.
 OtherDatabases::Finish UserDatabases::run_job(uint64_t token, std::shared_ptr<ModuleSource> m,
                                               RequestType type, std::string text, bool cached_proxy,
-                                              std::vector<uint32_t> files_groups, bool files_user) {
+                                              std::vector<uint32_t> files_groups, bool files_user,
+                                              bool merge_all) {
     Outcome o;
     if (cached_proxy || m == nullptr) {
         o.reply = other_database_reply(type, name_key(text));
@@ -519,18 +621,14 @@ OtherDatabases::Finish UserDatabases::run_job(uint64_t token, std::shared_ptr<Mo
             break;
         }
         case INITGROUPS: {
-            nsdb::GroupListResult r = m->groups_of(text, kNoGroup);
-            if (r.status == nsdb::Status::unavailable) {
-                o.status = r.status;
-                break;
-            }
+            nsdb::GroupListResult r = m->groups_of(text, kNoGroup, merge_all);
+            // As glibc's internal_getgrouplist: a module's TRYAGAIN or UNAVAIL adds nothing
+            // and the lookup goes on; the answer is the groups collected. No reply would
+            // turn off the group map in the caller for 100 calls (the flag is shared).
+            o.incomplete = r.status == nsdb::Status::unavailable || r.incomplete;
             std::vector<uint32_t> all = files_groups;
-            if (r.status == nsdb::Status::found) {
-                for (uint32_t g : r.entry) {
-                    bool seen = false;
-                    for (uint32_t h : all) seen = seen || h == g;
-                    if (!seen) all.push_back(g);
-                }
+            for (uint32_t g : r.entry) {
+                if (std::find(all.begin(), all.end(), g) == all.end()) all.push_back(g);
             }
             o.status = all.empty() ? nsdb::Status::not_found : nsdb::Status::found;
             o.reply = initgroups_record(all.empty() ? nullptr : &all);
@@ -563,15 +661,27 @@ void UserDatabases::finish(uint64_t token, Outcome o) {
     if (it == jobs_.end()) return;  // every client left (or timed out): nobody to tell
     Job job = std::move(it->second);
     jobs_.erase(it);
-    if (auto j = joinable_.find(job.index_key); j != joinable_.end() && j->second == token) {
-        joinable_.erase(j);
+    // The other copies of this key (queued by other users) get this answer and are dropped.
+    std::vector<Waiter> waiters = std::move(job.waiters);
+    if (auto j = joinable_.find(job.index_key); j != joinable_.end()) {
+        const bool listed = std::find(j->second.begin(), j->second.end(), token) != j->second.end();
+        if (listed) {
+            for (uint64_t other : j->second) {
+                auto o2 = jobs_.find(other);
+                if (other == token || o2 == jobs_.end()) continue;
+                pool_.cancel(other, o2->second.user);
+                for (Waiter& w : o2->second.waiters) waiters.push_back(w);
+                jobs_.erase(o2);
+            }
+            joinable_.erase(j);
+        }
     }
     uint32_t ttl = 0;
     std::string text;
     key_string(job.key, text);
     const std::optional<uint32_t> id = by_id(job.type) ? parse_id(text) : std::nullopt;
     if (o.status == nsdb::Status::found) {
-        ttl = options_.positive_ttl_s;
+        ttl = names_dynamic_id(job.type, o.reply) ? 0 : options_.positive_ttl_s;
     } else if (o.status == nsdb::Status::not_found) {
         if (o.publish_not_found) {
             ttl = options_.positive_ttl_s;
@@ -581,11 +691,16 @@ void UserDatabases::finish(uint64_t token, Outcome o) {
     } else {
         bump(counters_.nscd_jobs_unavailable);
     }
+    // A module was down: the answer is what glibc would give now, not one to keep.
+    if (o.incomplete) {
+        ttl = 0;
+        bump(counters_.nscd_jobs_unavailable);
+    }
     // A flush since the job started: what it found may be what the flush was about.
     if (job.generation != maps_[job.db]->generation()) ttl = 0;
     if (!o.reply.empty() && ttl > 0) maps_[job.db]->publish(job.type, job.key, o.reply, ttl);
     set_levels();
-    for (Waiter& w : job.waiters) {
+    for (Waiter& w : waiters) {
         loop_.cancel_timer(w.timer);
         waiting_.erase(w.connection);
         if (RequestConnection* c = find_(w.connection)) c->send(o.reply);  // empty: closed
@@ -610,10 +725,15 @@ void UserDatabases::drop_waiter(uint64_t token, uint64_t connection, bool timed_
     }
     if (!job.waiters.empty()) return;
     pool_.cancel(token, job.user);
-    if (auto j = joinable_.find(job.index_key); j != joinable_.end() && j->second == token) {
-        joinable_.erase(j);
-    }
+    forget_joinable(job.index_key, token);
     jobs_.erase(it);
+}
+
+void UserDatabases::forget_joinable(const std::string& index_key, uint64_t token) {
+    auto j = joinable_.find(index_key);
+    if (j == joinable_.end()) return;
+    std::erase(j->second, token);
+    if (j->second.empty()) joinable_.erase(j);
 }
 
 void UserDatabases::on_close(RequestConnection& connection) {
@@ -637,6 +757,10 @@ std::vector<uint8_t> UserDatabases::fd_reply(RequestType type, const std::string
 bool UserDatabases::invalidate(const std::string& name) {
     for (size_t i = 0; i < kDbs; ++i) {
         if (name != maps_[i]->name()) continue;
+        // What an operator runs when the watch missed a change (NFS, a file replaced under a
+        // bind mount): the file is read again whatever it looks like, planned again (an NSS
+        // module that failed to load is tried again) and the map emptied.
+        reload_now(static_cast<Db>(i));
         maps_[i]->flush();
         set_levels();
         return true;

@@ -17,18 +17,25 @@
 // Never a negative record for an id in systemd's dynamic range (61184-65519). A failure is
 // never an answer: no reply, nothing published.
 //
-// Jobs: one per (type, key) in flight, which later identical requests join (coalescing); a
-// client still waiting kDeadlineMs after it asked is closed without a reply (glibc then asks
-// NSS itself, well before its own 5 s), and a job whose clients all left is dropped (unrun if
-// still queued). A job runs on OtherDatabases' pool under the first asker's uid (its fairness).
+// Jobs: identical requests in flight share one (coalescing), but one user's queue never
+// delays another's lookup: a request joins a job only when it already runs on a pool thread
+// or was queued by the same uid; otherwise it queues a copy of its own under its own uid
+// (OtherDatabases' fairness), and the first copy to finish answers the waiters of every copy
+// of that key and drops the others. A client still waiting deadline_ms after it asked is
+// closed without a reply (glibc then asks NSS itself, well before its own 5 s), and a job
+// whose clients all left is dropped (unrun if still queued). A replan forgets which jobs may
+// be joined: those in flight answer only their own waiters.
 //
 // All of it on the host front's thread; the sources' calls on the pool's threads.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
+#include <ctime>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -61,7 +68,10 @@ class ModuleSource {
     virtual nsdb::PasswdResult passwd_by_uid(uint32_t uid) = 0;
     virtual nsdb::GroupResult group_by_name(const std::string& name) = 0;
     virtual nsdb::GroupResult group_by_gid(uint32_t gid) = 0;
-    virtual nsdb::GroupListResult groups_of(const std::string& user, uint32_t primary_gid) = 0;
+    // `merge_all`: every module's groups (no initgroups line); false: the first SUCCESS ends it
+    // (an initgroups line of its own, SwitchLine::merge_groups).
+    virtual nsdb::GroupListResult groups_of(const std::string& user, uint32_t primary_gid,
+                                            bool merge_all) = 0;
     virtual nsdb::ServiceResult service_by_name(const std::string& name,
                                                 const std::string& proto) = 0;
     virtual nsdb::ServiceResult service_by_port(int32_t port, const std::string& proto) = 0;
@@ -75,7 +85,8 @@ struct UserDbOptions {
     DbPolicy passwd = DbPolicy::automatic;
     DbPolicy group = DbPolicy::automatic;
     DbPolicy services = DbPolicy::automatic;
-    bool netgroup_declined = true;  // netgroup is never served (docs/nscd.md)
+    // No netgroup member: nscd-netgroup is accepted ("auto" or "decline") only for symmetry
+    // with the other keys, and both mean decline (netgroup is never served, docs/nscd.md).
     uint32_t positive_ttl_s = 600;
     uint32_t negative_ttl_s = 20;
     std::string passwd_path = "/etc/passwd";
@@ -85,6 +96,11 @@ struct UserDbOptions {
     MapOptions map;
     bool maps = true;  // false: answers only on the socket (tests)
     uint64_t deadline_ms = 2500;
+    // A file larger than this is unreadable (its database proxied): /etc/passwd of 10k users
+    // is about 1.5 MB, and the front's thread, which also answers hosts, reads it.
+    size_t max_file_bytes = 64u << 20;
+    // The files' clock (CLOCK_REALTIME seconds): judges whether a stat is too recent to trust.
+    std::function<int64_t()> wall_s = [] { return static_cast<int64_t>(time(nullptr)); };
     SourceFactory sources = module_chain_source;
 };
 
@@ -109,9 +125,11 @@ class UserDatabases {
     void on_close(RequestConnection& connection);
     // GETFDPW, GETFDGR, GETFDSERV: the map's reply, or empty (no descriptor) when not cached.
     std::vector<uint8_t> fd_reply(RequestType type, const std::string& name, int& fd) const;
-    // INVALIDATE of "passwd", "group" or "services": flushes it; false for other names.
+    // INVALIDATE of "passwd", "group" or "services": reads its file again (even if it looks
+    // unchanged), plans it again and flushes it; false for other names.
     bool invalidate(const std::string& name);
-    // Re-reads the files and nsswitch.conf now (the watch's callback; tests).
+    // Re-reads the files and nsswitch.conf that may have changed (their stat differs) now
+    // (the watch's callback; tests).
     void reload();
     void heartbeat(uint64_t now_s);
     void shutdown();
@@ -120,6 +138,7 @@ class UserDatabases {
     int plan_code(Db db) const;
     size_t map_entries(Db db) const { return maps_[db]->entries(); }
     size_t jobs_in_flight() const { return jobs_.size(); }
+    uint64_t files_read() const { return files_read_; }
 
   private:
     struct Waiter {
@@ -136,6 +155,8 @@ class UserDatabases {
         uint64_t started_ms = 0;
         bool cache_negative = false;
         std::vector<Waiter> waiters;
+        // Set by the pool thread when the work starts: from then on anyone may join it.
+        std::shared_ptr<std::atomic<bool>> running;
     };
     // What a job came to: the reply (empty: none) and whether it is a found answer, a
     // not-found one, or no answer at all.
@@ -143,6 +164,13 @@ class UserDatabases {
         nsdb::Status status = nsdb::Status::unavailable;
         std::vector<uint8_t> reply;
         bool publish_not_found = false;  // initgroups of a files user: exact enough
+        bool incomplete = false;         // initgroups: a module was down (answered, unpublished)
+    };
+    // A file's stat when last read: an event that leaves it the same reads nothing.
+    struct FileSeen {
+        struct stat st {};
+        bool exists = false;
+        bool known = false;
     };
     // The effective way a database is served now.
     enum class Mode { decline, proxy, files_only, files_then_modules, cached_proxy };
@@ -150,13 +178,20 @@ class UserDatabases {
         DbPolicy policy = DbPolicy::automatic;
         Mode mode = Mode::proxy;
         Mode initgroups_mode = Mode::proxy;  // group only
+        bool initgroups_merge = true;        // group only: SwitchLine::merge_groups
         std::shared_ptr<ModuleSource> modules;
         std::shared_ptr<ModuleSource> initgroups_modules;
         std::string text;  // the file as last read
         bool readable = false;
+        FileSeen seen;
     };
 
     static Db db_of(RequestType type);
+    // `forced`: that database's file is read and planned again whatever its stat says.
+    void reload_now(std::optional<Db> forced);
+    std::optional<std::string> read_file(const std::string& path, FileSeen& seen,
+                                         std::string& error);
+    bool may_have_changed(const std::string& path, FileSeen& seen) const;
     Mode mode_for(Db db, const nsdb::SwitchLine& line, size_t compat_lines, bool readable,
                   std::shared_ptr<ModuleSource>& modules) const;
     // Answers from the files; false when the key is not in them (a module job follows).
@@ -169,7 +204,8 @@ class UserDatabases {
                    bool cached_proxy);
     OtherDatabases::Finish run_job(uint64_t token, std::shared_ptr<ModuleSource> modules,
                                    RequestType type, std::string text, bool cached_proxy,
-                                   std::vector<uint32_t> files_groups, bool files_user);
+                                   std::vector<uint32_t> files_groups, bool files_user,
+                                   bool merge_all);
     void finish(uint64_t token, Outcome outcome);
     void drop_waiter(uint64_t token, uint64_t connection, bool timed_out);
     void set_levels();
@@ -184,14 +220,18 @@ class UserDatabases {
     std::array<State, kDbs> state_;
     std::string nsswitch_text_;
     bool nsswitch_read_ = false;
+    FileSeen nsswitch_seen_;
+    uint64_t files_read_ = 0;
     std::optional<nsdb::PasswdFile> passwd_;
     std::optional<nsdb::GroupFile> group_;
     std::optional<nsdb::ServicesFile> services_;
     FileWatch watch_;
     uint64_t next_token_ = 1;
-    std::unordered_map<uint64_t, Job> jobs_;              // by token
-    std::unordered_map<std::string, uint64_t> joinable_;  // (type, key) -> token
-    std::unordered_map<uint64_t, uint64_t> waiting_;      // connection -> token
+    std::unordered_map<uint64_t, Job> jobs_;  // by token
+    // (type, key) -> the tokens of its copies that may be joined (at most one per uid).
+    std::unordered_map<std::string, std::vector<uint64_t>> joinable_;
+    void forget_joinable(const std::string& index_key, uint64_t token);
+    std::unordered_map<uint64_t, uint64_t> waiting_;  // connection -> token
 };
 
 }  // namespace nscache::nscd

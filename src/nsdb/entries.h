@@ -46,6 +46,9 @@ template <typename Entry>
 struct Found {
     Status status = Status::not_found;
     Entry entry;  // meaningful when status == found
+    // groups_of only: a module said TRYAGAIN or UNAVAIL (glibc's internal_getgrouplist then
+    // goes on to the next one): `entry` holds what the others gave, and is not the whole.
+    bool incomplete = false;
 };
 
 using PasswdResult = Found<PasswdEntry>;

@@ -347,6 +347,7 @@ GroupListResult ModuleChain::groups_of(const std::string& user, uint32_t primary
         }
     }
     result.status = any_success ? Status::found : failed ? Status::unavailable : Status::not_found;
+    result.incomplete = failed;
     return result;
 }
 

@@ -41,7 +41,9 @@ class ModuleChain {
     GroupResult group_by_name(const std::string& name);
     GroupResult group_by_gid(uint32_t gid);
     // initgroups_dyn of every module in turn (all of them, as glibc merges them), without
-    // `primary_gid` and without duplicates. `found` when any module said SUCCESS; a module
+    // `primary_gid` and without duplicates. `found` when any module said SUCCESS
+    // (`incomplete` when another said TRYAGAIN or UNAVAIL: its groups, if any, are kept, as
+    // glibc keeps them); a module
     // without initgroups_dyn is enumerated (setgrent/getgrent_r/endgrent, one at a time).
     GroupListResult groups_of(const std::string& user, uint32_t primary_gid);
     // As above with `merge_all` false: the first module that says SUCCESS ends it, as glibc

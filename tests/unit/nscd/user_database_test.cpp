@@ -3,12 +3,15 @@
 // temp folder and a fake NSS source behind the files.
 #include "nscd/user_database.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -46,10 +49,10 @@ int32_t found_of(const std::vector<uint8_t>& reply) {
 class FakeSource final : public ModuleSource {
   public:
     nsdb::PasswdResult passwd_by_name(const std::string& name) override {
-        wait();
+        wait(name);
         nsdb::PasswdResult r;
         r.status = status;
-        if (status == nsdb::Status::found) r.entry = {name, "x", 70000, 70000, "", "/", "/bin/sh"};
+        if (status == nsdb::Status::found) r.entry = {name, "x", uid, uid, "", "/", "/bin/sh"};
         return r;
     }
     nsdb::PasswdResult passwd_by_uid(uint32_t uid) override {
@@ -61,7 +64,7 @@ class FakeSource final : public ModuleSource {
     }
     nsdb::GroupResult group_by_name(const std::string&) override { return {status, {}}; }
     nsdb::GroupResult group_by_gid(uint32_t) override { return {status, {}}; }
-    nsdb::GroupListResult groups_of(const std::string&, uint32_t) override {
+    nsdb::GroupListResult groups_of(const std::string&, uint32_t, bool) override {
         wait();
         nsdb::GroupListResult r;
         r.status = status;
@@ -75,8 +78,11 @@ class FakeSource final : public ModuleSource {
         return {status, {}};
     }
 
-    void wait() {
+    // Held while the gate is shut: every call, or with hold_prefix set only the names it
+    // starts.
+    void wait(const std::string& name = "") {
         ++calls;
+        if (!hold_prefix.empty() && name.rfind(hold_prefix, 0) != 0) return;
         std::unique_lock<std::mutex> lock(mu);
         cv.wait(lock, [this] { return open; });
     }
@@ -90,9 +96,11 @@ class FakeSource final : public ModuleSource {
 
     std::atomic<nsdb::Status> status{nsdb::Status::not_found};
     std::atomic<int> calls{0};
+    std::atomic<uint32_t> uid{70000};
     std::mutex mu;
     std::condition_variable cv;
     bool open = true;
+    std::string hold_prefix;  // set before the first job
 };
 
 constexpr const char* kPasswd =
@@ -105,7 +113,8 @@ constexpr const char* kGroup =
 constexpr const char* kServices = "http 80/tcp www\n";
 
 struct Harness {
-    explicit Harness(const std::string& nsswitch, DbPolicy policy = DbPolicy::automatic)
+    explicit Harness(const std::string& nsswitch, DbPolicy policy = DbPolicy::automatic,
+                     const std::function<void(UserDbOptions&)>& tweak = {})
         : source(std::make_shared<FakeSource>()) {
         write_file(path("passwd"), kPasswd);
         write_file(path("group"), kGroup);
@@ -123,6 +132,7 @@ struct Harness {
         o.users.services_path = path("services");
         o.users.nsswitch_path = path("nsswitch.conf");
         o.users.sources = [s = source](const std::vector<std::string>&) { return s; };
+        if (tweak) tweak(o.users);
         nscd = std::make_unique<NscdServer>(h.front, o);
         const Result<void> opened = nscd->open();
         EXPECT_TRUE(opened) << (opened ? "" : opened.error());
@@ -203,12 +213,57 @@ TEST(UserDatabases, AnUnavailableSourceGetsNoReplyAndNothingCached) {
     EXPECT_EQ(t.h.counters.nscd_jobs_unavailable.load(), 1u);
 }
 
+TEST(UserDatabases, InitgroupsWithAModuleDownAnswersTheGroupsCollectedUnpublished) {
+    Harness t(kHybrid, DbPolicy::cache);
+    t.source->status = nsdb::Status::unavailable;
+    std::vector<uint8_t> reply = t.ask(INITGROUPS, "alice");
+    EXPECT_EQ(found_of(reply), 1);  // staff, from the files
+    ASSERT_EQ(reply.size(), 12u + 4u);
+    int32_t gid = 0;
+    std::memcpy(&gid, reply.data() + 12, sizeof gid);
+    EXPECT_EQ(gid, 50);
+    EXPECT_EQ(found_of(t.ask(INITGROUPS, "carol")), 0);  // nothing collected: still a reply
+    EXPECT_EQ(t.users().map_entries(UserDatabases::kGroup), 0u);
+    EXPECT_EQ(t.h.counters.nscd_jobs_unavailable.load(), 2u);
+    // By name, still no reply.
+    bool closed = false;
+    EXPECT_TRUE(t.ask(GETPWBYNAME, "ghost", &closed).empty());
+    EXPECT_TRUE(closed);
+}
+
 TEST(UserDatabases, CacheKeepsNegativesButNeverInTheDynamicRange) {
     Harness t(kHybrid, DbPolicy::cache);
     EXPECT_EQ(found_of(t.ask(GETPWBYUID, "61200")), 0);
     EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), 0u);
     EXPECT_EQ(found_of(t.ask(GETPWBYUID, "4000")), 0);
     EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), 1u);
+}
+
+TEST(UserDatabases, AFoundEntryInTheDynamicRangeIsAnsweredButNotPublished) {
+    for (DbPolicy policy : {DbPolicy::automatic, DbPolicy::cache}) {
+        Harness t(kHybrid, policy);
+        t.source->status = nsdb::Status::found;
+        EXPECT_EQ(found_of(t.ask(GETPWBYUID, "61300")), 1);
+        t.source->uid = 61234;
+        EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "dyn-svc")), 1);
+        EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), 0u);
+        t.source->uid = 70000;
+        EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "ldap-user")), 1);
+        EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), 1u);
+    }
+}
+
+TEST(UserDatabases, AnInitgroupsLineOfItsOwnStopsAtTheFilesSuccess) {
+    Harness t("passwd: files fake\ngroup: files fake\ninitgroups: files fake\n");
+    t.source->status = nsdb::Status::found;
+    EXPECT_EQ(found_of(t.ask(INITGROUPS, "alice")), 1);  // in staff: the files succeed
+    EXPECT_EQ(t.source->calls.load(), 0);
+    EXPECT_EQ(found_of(t.ask(INITGROUPS, "carol")), 1);  // in no files group: the module
+    EXPECT_EQ(t.source->calls.load(), 1);
+    Harness merged(kHybrid);  // no initgroups line: every source, merged
+    merged.source->status = nsdb::Status::found;
+    EXPECT_EQ(found_of(merged.ask(INITGROUPS, "alice")), 1);
+    EXPECT_EQ(merged.source->calls.load(), 1);
 }
 
 TEST(UserDatabases, IdenticalLookupsInFlightShareOneJob) {
@@ -224,6 +279,36 @@ TEST(UserDatabases, IdenticalLookupsInFlightShareOneJob) {
     t.source->release();
     for (int fd : fds) EXPECT_EQ(found_of(t.answer(fd)), 0);
     EXPECT_EQ(t.source->calls.load(), 1);
+}
+
+TEST(UserDatabases, AJobQueuedByOneUserIsNeverJoinedByAnother) {
+    if (getuid() != 0) GTEST_SKIP() << "two client uids need root";
+    Harness t(kHybrid);  // 4 pool threads: at most 2 per user
+    t.source->hold_prefix = "slow";
+    t.source->open = false;
+    constexpr uid_t kAttacker = 64001;
+    constexpr uid_t kVictim = 64002;
+    std::vector<int> held_fds;
+    for (const char* name : {"slow1", "slow2"}) {
+        held_fds.push_back(t.open_request(GETPWBYNAME, name, kAttacker));
+        t.h.turns();
+    }
+    // Queued behind the attacker's two stuck lookups.
+    const int queued = t.open_request(GETPWBYNAME, "victim", kAttacker);
+    t.h.turns();
+    const int victim = t.open_request(GETPWBYNAME, "victim", kVictim);
+    EXPECT_EQ(found_of(t.answer(victim)), 0);  // its own copy ran on a free thread
+    // The first copy to finish answered the attacker's queued copy too.
+    EXPECT_EQ(found_of(t.answer(queued)), 0);
+    EXPECT_EQ(t.users().jobs_in_flight(), 2u);
+    // A job already running on a pool thread may be joined by anyone.
+    const int again = t.open_request(GETPWBYNAME, "slow1", kVictim);
+    t.h.turns();
+    EXPECT_EQ(t.h.counters.nscd_jobs_coalesced.load(), 1u);
+    t.source->release();
+    for (int fd : held_fds) EXPECT_EQ(found_of(t.answer(fd)), 0);
+    EXPECT_EQ(found_of(t.answer(again)), 0);
+    EXPECT_EQ(t.source->calls.load(), 3);  // the attacker's queued copy never ran
 }
 
 TEST(UserDatabases, AClientWaitingPastTheDeadlineIsClosedWithoutAReply) {
@@ -288,6 +373,16 @@ TEST(UserDatabases, InvalidateFromRootFlushesThatDatabase) {
     EXPECT_EQ(t.users().map_entries(UserDatabases::kGroup), 2u);
 }
 
+TEST(UserDatabases, InvalidateReadsTheFileAgainEvenWhenTheWatchMissedIt) {
+    if (getuid() != 0) GTEST_SKIP() << "INVALIDATE needs root";
+    Harness t(kFilesOnly);
+    EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "carol")), 0);
+    // Changed behind the watch's back (no reload): only INVALIDATE can tell.
+    write_file(t.path("passwd"), std::string(kPasswd) + "carol:x:1001:1001::/:/bin/sh\n");
+    EXPECT_EQ(t.ask(INVALIDATE, "passwd").size(), sizeof(int32_t));
+    EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "carol")), 1);
+}
+
 TEST(UserDatabases, AnEditOfTheFileFlushesItsMapIncludingANegative) {
     Harness t(kFilesOnly);
     EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "carol")), 0);
@@ -298,12 +393,51 @@ TEST(UserDatabases, AnEditOfTheFileFlushesItsMapIncludingANegative) {
     EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "carol")), 1);
 }
 
+TEST(UserDatabases, AWatchEventReadsOnlyTheFilesThatChanged) {
+    // The files' clock 10 s on: past the window in which a stat cannot tell two writes apart.
+    Harness t(kFilesOnly, DbPolicy::automatic,
+              [](UserDbOptions& o) { o.wall_s = [] { return time(nullptr) + 10; }; });
+    const uint64_t reads = t.users().files_read();
+    t.users().reload();
+    EXPECT_EQ(t.users().files_read(), reads);
+    write_file(t.path("group"), std::string(kGroup) + "extra:x:77:\n");
+    t.users().reload();
+    EXPECT_EQ(t.users().files_read(), reads + 1);
+    EXPECT_EQ(found_of(t.ask(GETGRBYNAME, "extra")), 1);
+}
+
+TEST(UserDatabases, AnOversizedFileIsUnreadableAndItsDatabaseProxied) {
+    Harness t(kFilesOnly, DbPolicy::automatic,
+              [](UserDbOptions& o) { o.max_file_bytes = std::strlen(kPasswd); });
+    EXPECT_EQ(t.users().plan_code(UserDatabases::kGroup), 2);
+    write_file(t.path("group"), std::string(kGroup) + "extra:x:77:" + std::string(40, 'm') + "\n");
+    t.users().reload();
+    EXPECT_EQ(t.users().plan_code(UserDatabases::kGroup), 1);  // proxy
+    EXPECT_EQ(t.users().plan_code(UserDatabases::kPasswd), 2);
+}
+
 TEST(UserDatabases, AChangedNsswitchConfReplans) {
     Harness t(kFilesOnly);
     EXPECT_EQ(t.users().plan_code(UserDatabases::kGroup), 2);
     write_file(t.path("nsswitch.conf"), kHybrid);
     t.users().reload();
     EXPECT_EQ(t.users().plan_code(UserDatabases::kGroup), 3);
+}
+
+TEST(UserDatabases, AReplanStopsNewcomersJoiningOldJobs) {
+    Harness t(kHybrid);
+    t.source->open = false;
+    const int before = t.open_request(GETPWBYNAME, "ghost");
+    t.h.turns();
+    write_file(t.path("nsswitch.conf"), "passwd: files other\ngroup: files fake\n");
+    t.users().reload();
+    const int after = t.open_request(GETPWBYNAME, "ghost");
+    t.h.turns();
+    EXPECT_EQ(t.users().jobs_in_flight(), 2u);
+    EXPECT_EQ(t.h.counters.nscd_jobs_coalesced.load(), 0u);
+    t.source->release();
+    EXPECT_EQ(found_of(t.answer(before)), 0);
+    EXPECT_EQ(found_of(t.answer(after)), 0);
 }
 
 TEST(UserDatabases, GetfdHandsOutEachDatabasesMapByName) {
