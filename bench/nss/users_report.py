@@ -52,7 +52,26 @@ def syscall_table(syscalls, a):
     return L + [""]
 
 
-def summary(res, rows, visible, syscalls, a):
+def instructions_table(instr, a):
+    L = ["## Instructions per warm call (callgrind, one thread; lower is better)\n",
+         "The difference between runs of 1,000 and 11,000 calls (no cache: 20 and 120), over the calls "
+         "between: the client's whole cost, glibc's map lookup included, free of the machine's noise.\n"]
+    setups = list(dict.fromkeys(x["setup"] for x in instr))
+    extra = ["nscache / nscd", "nscache / nscd, sized"] if "nscache" in setups else []
+    L.append("| data set | call | " + " | ".join(TITLE[s] for s in setups + []) + "".join(f" | {e}" for e in extra) +
+             " |")
+    L.append("|---|---|" + "---:|" * (len(setups) + len(extra)))
+    for ds in dict.fromkeys(x["dataset"] for x in instr):
+        for mode in a.modes:
+            v = {x["setup"]: x["per_call"] for x in instr if x["dataset"] == ds and x["mode"] == mode}
+            cells = [fmt(v.get(s)) for s in setups]
+            if extra:  # a ratio of costs: above 1.0x nscache executes more than nscd
+                cells += [fr(ratio(v.get("nscache"), v.get(x))) for x in ("nscd", "nscd-sized")]
+            L.append(f"| {ds} | {CALL[mode]} | " + " | ".join(cells) + " |")
+    return L + [""]
+
+
+def summary(res, rows, visible, syscalls, instr, a):
     L = [f"# nscache user-database benchmark (issue 18) — {a.mode} mode, {res['started_utc']} UTC\n"]
     if a.repeats < 5 or a.seconds < 1:
         L.append(f"**{a.seconds:g} s per figure, {a.repeats} repeat(s): a short run; the figures are noisy.**\n")
@@ -87,6 +106,8 @@ def summary(res, rows, visible, syscalls, a):
                 L.append("| " + " | ".join([CALL[mode], str(t)] + [fmt(vals[s]) for s in setups] +
                                            [fr(r) for r in rs]) + " |")
         L.append("")
+    if instr:
+        L += instructions_table(instr, a)
     if syscalls:
         L += syscall_table(syscalls, a)
     if visible:
