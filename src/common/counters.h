@@ -60,6 +60,28 @@ namespace nscache {
     X(nscd_other_requests, "passwd, group, services lookups proxied on the nscd socket")           \
     X(nscd_map_rotations, "nscd maps replaced by a new one (full, flushed, or /etc/hosts edited)") \
     X(nscd_map_deferred, "nscd answers not put in the full map: it had rotated under 2 s before")  \
+    X(nscd_passwd_hits, "nscd passwd lookups answered from the files or the cache, no NSS call")   \
+    X(nscd_passwd_misses,                                                                          \
+      "nscd passwd lookups that ran an NSS module job (or a cached proxy lookup)")                 \
+    X(nscd_passwd_proxied, "nscd passwd lookups proxied through the daemon's NSS calls, uncached") \
+    X(nscd_passwd_declined, "nscd passwd lookups declined (not served here)")                      \
+    X(nscd_group_hits, "nscd group lookups answered from the files or the cache, no NSS call")     \
+    X(nscd_group_misses,                                                                           \
+      "nscd group lookups that ran an NSS module job (or a cached proxy lookup)")                  \
+    X(nscd_group_proxied, "nscd group lookups proxied through the daemon's NSS calls, uncached")   \
+    X(nscd_group_declined, "nscd group lookups declined (not served here)")                        \
+    X(nscd_services_hits,                                                                          \
+      "nscd services lookups answered from the files or the cache, no NSS call")                   \
+    X(nscd_services_misses,                                                                        \
+      "nscd services lookups that ran an NSS module job (or a cached proxy lookup)")               \
+    X(nscd_services_proxied,                                                                       \
+      "nscd services lookups proxied through the daemon's NSS calls, uncached")                    \
+    X(nscd_services_declined, "nscd services lookups declined (not served here)")                  \
+    X(nscd_netgroup_declined, "nscd netgroup lookups declined (not served here)")                  \
+    X(nscd_jobs_coalesced, "nscd lookups that joined an identical NSS job in flight")              \
+    X(nscd_jobs_timed_out, "nscd clients closed unanswered: their NSS job ran past 2.5 s")         \
+    X(nscd_jobs_unavailable,                                                                       \
+      "nscd lookups a source could not answer (TRYAGAIN/UNAVAIL): no reply")                       \
     X(shared_lookups, "cache misses looked up in the shared tier (Redis)")                         \
     X(shared_hits, "misses answered from the shared tier, with no upstream query")                 \
     X(shared_misses, "shared-tier lookups that found nothing usable (absent or expired)")          \
@@ -74,8 +96,20 @@ namespace nscache {
 
 // X(name, help): levels now, not totals since start. Each is written (stored, not bumped) by
 // the one thread that owns what it measures; the other blocks keep 0, so the sum is the level.
-#define NSCACHE_WORKER_GAUGES(X)                       \
-    X(nscd_map_records, "records in the nscd map now") \
+#define NSCACHE_WORKER_GAUGES(X)                                                                  \
+    X(nscd_map_records, "records in the nscd map now")                                            \
+    X(nscd_passwd_map_records, "records in the nscd passwd map now")                              \
+    X(nscd_passwd_plan,                                                                           \
+      "nscd passwd: 0 declined, 1 proxied, 2 files only, 3 files then modules (auto), 4-6 the "   \
+      "same, cached")                                                                             \
+    X(nscd_group_map_records, "records in the nscd group map now")                                \
+    X(nscd_group_plan,                                                                            \
+      "nscd group: 0 declined, 1 proxied, 2 files only, 3 files then modules (auto), 4-6 the "    \
+      "same, cached")                                                                             \
+    X(nscd_services_map_records, "records in the nscd services map now")                          \
+    X(nscd_services_plan,                                                                         \
+      "nscd services: 0 declined, 1 proxied, 2 files only, 3 files then modules (auto), 4-6 the " \
+      "same, cached")                                                                             \
     X(nscd_refresh_timers, "nscd prefetch timers pending now (at most one per record in the map)")
 
 // The shared tier's state, for stats (sharedcache::TierHealth).

@@ -155,6 +155,18 @@ struct Config {
     // the daemon's own NSS lookups, uncached (true, "proxy"), or declined (false, "decline":
     // glibc asks NSS itself at once).
     bool nscd_proxy_other_databases = true;
+    bool nscd_other_databases_set = false;  // then it is the default of the four below
+    // Each database's policy on the nscd socket (docs/nscd.md): "auto", "cache", "proxy",
+    // "decline"; empty: unset (nscd-other-databases if set, else "auto"). Netgroup: "auto"
+    // or "decline", both declining.
+    std::string nscd_passwd;
+    std::string nscd_group;
+    std::string nscd_services;
+    std::string nscd_netgroup;
+    // How long a cached passwd/group/services answer from a source that is not a file lives
+    // (files' answers too: the file watch flushes them at once on a change), and a not-found.
+    uint32_t nscd_positive_ttl = 600;
+    uint32_t nscd_negative_ttl = 20;
     // The nscd map's data area (a sparse memfd): when full, its live records move to a new one.
     size_t nscd_map_size = size_t{32} << 20;
     // Connections one user (SO_PEERCRED uid) may hold open at once on the NSS socket, and on

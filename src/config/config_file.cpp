@@ -102,6 +102,18 @@ Setter failure_duration(uint32_t Config::*field) {
     };
 }
 
+Setter nscd_policy(std::string Config::*field) {
+    return [field](const toml::node& node, Config& c) -> Result<void> {
+        auto text = node.value<std::string>();
+        if (!text ||
+            (*text != "auto" && *text != "cache" && *text != "proxy" && *text != "decline")) {
+            return Error{"expected \"auto\", \"cache\", \"proxy\" or \"decline\""};
+        }
+        c.*field = *text;
+        return {};
+    };
+}
+
 Setter string_field(std::string Config::*field) {
     return [field](const toml::node& node, Config& c) { return string_of(node, c.*field); };
 }
@@ -298,8 +310,25 @@ const std::map<std::string, Setter, std::less<>>& setters() {
              } else {
                  return Error{"expected \"proxy\" or \"decline\""};
              }
+             c.nscd_other_databases_set = true;
              return {};
          }},
+        {"nscd-passwd", nscd_policy(&Config::nscd_passwd)},
+        {"nscd-group", nscd_policy(&Config::nscd_group)},
+        {"nscd-services", nscd_policy(&Config::nscd_services)},
+        {"nscd-netgroup",
+         [](const toml::node& n, Config& c) -> Result<void> {
+             auto text = n.value<std::string>();
+             if (text && (*text == "auto" || *text == "decline")) {
+                 c.nscd_netgroup = *text;
+                 return {};
+             }
+             return Error{
+                 "netgroup is not served on the nscd socket (every nscd CVE of "
+                 "2021-2024 lived there): expected \"auto\" or \"decline\""};
+         }},
+        {"nscd-positive-ttl", duration_s(&Config::nscd_positive_ttl)},
+        {"nscd-negative-ttl", duration_s(&Config::nscd_negative_ttl)},
         {"metrics-listen",
          [](const toml::node& n, Config& c) -> Result<void> {
              if (auto err = string_of(n, c.metrics_listen); !err) return err;

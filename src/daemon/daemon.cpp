@@ -277,6 +277,20 @@ Result<void> Daemon::open_fronts() {
         o.prefetch = config_.prefetch;
         o.max_connections_per_user = config_.max_connections_per_user;
         o.map.data_size = static_cast<uint32_t>(config_.nscd_map_size);
+        o.users.map.data_size = o.map.data_size;
+        // nscd-other-databases, when set, is the default of each database's key.
+        const std::string fallback = !config_.nscd_other_databases_set    ? "auto"
+                                     : config_.nscd_proxy_other_databases ? "proxy"
+                                                                          : "decline";
+        auto policy = [&](const std::string& key) {
+            return nscd::parse_db_policy(key.empty() ? fallback : key)
+                .value_or(nscd::DbPolicy::automatic);
+        };
+        o.users.passwd = policy(config_.nscd_passwd);
+        o.users.group = policy(config_.nscd_group);
+        o.users.services = policy(config_.nscd_services);
+        o.users.positive_ttl_s = config_.nscd_positive_ttl;
+        o.users.negative_ttl_s = config_.nscd_negative_ttl;
         o.inherited_fd = inherited_.take_one(InheritedSockets::kNscd).value_or(-1);
         nscd_ = std::make_unique<nscd::NscdServer>(*host_front_, o);
     }

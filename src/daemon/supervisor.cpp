@@ -46,6 +46,12 @@ std::vector<std::string> keep_fixed_options(const Config& running, Config& next)
     keep("nscd-socket", &Config::nscd_socket);
     keep("nscd-other-databases", &Config::nscd_proxy_other_databases);
     keep("nscd-map-size", &Config::nscd_map_size);
+    keep("nscd-passwd", &Config::nscd_passwd);
+    keep("nscd-group", &Config::nscd_group);
+    keep("nscd-services", &Config::nscd_services);
+    keep("nscd-netgroup", &Config::nscd_netgroup);
+    keep("nscd-positive-ttl", &Config::nscd_positive_ttl);
+    keep("nscd-negative-ttl", &Config::nscd_negative_ttl);
     keep("max-connections-per-user", &Config::max_connections_per_user);
     keep("edns-buffer-size", &Config::edns_buffer_size);
     keep("cache-file", &Config::cache_file);

@@ -57,9 +57,13 @@ NscdServer::NscdServer(front::HostFront& front, NscdOptions options)
       counters_(front.counters()),
       loop_(front.loop()),
       options_(std::move(options)),
-      map_(options_.map),
-      others_(loop_, options_.proxy_threads),
+      map_(loop_, counters_, options_.map, 0, "hosts"),
+      // The loop's clock: the deadlines given to the pool are read from it (a test's fake one).
+      others_(loop_, options_.proxy_threads, other_database_reply,
+              [&clock = loop_.clock()] { return milliseconds(clock.now()); }),
       requests_(kMaxRequests),
+      users_(loop_, others_, counters_, options_.users,
+             [this](uint64_t id) { return socket_.find(id); }),
       socket_(loop_, *this,
               front::RequestSocketOptions{.path = options_.socket_path,
                                           .what = "nscd socket",
@@ -67,7 +71,8 @@ NscdServer::NscdServer(front::HostFront& front, NscdOptions options)
                                           .timeout_ms = kConnectionTimeoutMs,
                                           .max_per_user = options_.max_connections_per_user,
                                           .inherited_fd = options_.inherited_fd}) {
-    map_.set_drop_listener([this](const std::string& key) { cancel_refresh(key); });
+    map_.writer().set_drop_listener([this](const std::string& key) { cancel_refresh(key); });
+    map_.set_expired_listener([this] { set_levels(); });
     front.add(*this, options_.max_connections_per_user);
 }
 
@@ -99,8 +104,10 @@ Result<void> NscdServer::open() {
     // Not listening yet: the daemon's own initgroups() must not wait on this socket.
     if (auto bound = socket_.bind(); !bound) return bound;
     if (auto error = map_.open(wall_s())) return Error{*error};
-    log_info("nscd socket %s (other databases: %s)", options_.socket_path.c_str(),
-             options_.proxy_other_databases ? "proxied through NSS" : "declined");
+    if (auto error = users_.open(wall_s())) return Error{*error};
+    log_info("nscd socket %s (passwd: %s, group: %s, services: %s)", options_.socket_path.c_str(),
+             db_policy_name(options_.users.passwd), db_policy_name(options_.users.group),
+             db_policy_name(options_.users.services));
     return {};
 }
 
@@ -113,20 +120,27 @@ void NscdServer::start() {
         }
     }
     socket_.start();
-    if (options_.proxy_other_databases) others_.start();
+    const UserDbOptions& u = options_.users;
+    if (options_.proxy_other_databases || u.passwd != DbPolicy::decline ||
+        u.group != DbPolicy::decline || u.services != DbPolicy::decline) {
+        others_.start();
+    }
     serving_ = true;
 }
 
 void NscdServer::on_thread_start() {
     if (!serving_) return;
-    const bool watching = netlink_.open(loop_, [this](uint32_t s) { map_.set_netlink_stamp(s); });
+    const bool watching =
+        netlink_.open(loop_, [this](uint32_t s) { map_.writer().set_netlink_stamp(s); });
     // Without netlink, 0: the clients dump their interfaces every time, as with no nscd.
-    map_.set_netlink_stamp(watching ? netlink_.stamp() : 0);
+    map_.writer().set_netlink_stamp(watching ? netlink_.stamp() : 0);
+    users_.start();
     heartbeat();
 }
 
 void NscdServer::heartbeat() {
     map_.heartbeat(wall_s());
+    users_.heartbeat(wall_s());
     loop_.add_timer(loop_.now_ms() + kHeartbeatMs, [this] { heartbeat(); });
 }
 
@@ -135,6 +149,7 @@ void NscdServer::on_stopped() {
     serving_ = false;
     others_.stop();
     map_.shutdown();
+    users_.shutdown();
     // Lookups the front had not answered: their clients fall back to NSS now, not after the
     // workers' drain.
     socket_.close();
@@ -154,8 +169,7 @@ void NscdServer::invalidate_map() {
 
 void NscdServer::flush_map() {
     ++flushes_;
-    map_.flush(wall_s());
-    count_rotations();
+    map_.flush();
     set_levels();
 }
 
@@ -171,29 +185,6 @@ void NscdServer::set_levels() {
     set_level(counters_.nscd_refresh_timers, refresh_timers_.size());
 }
 
-void NscdServer::count_rotations() {
-    if (map_.rotations() != rotations_seen_) {
-        bump(counters_.nscd_map_rotations, map_.rotations() - rotations_seen_);
-        rotations_seen_ = map_.rotations();
-        settle_map(1);
-    }
-    if (map_.deferred_rotations() != deferred_seen_) {
-        bump(counters_.nscd_map_deferred, map_.deferred_rotations() - deferred_seen_);
-        deferred_seen_ = map_.deferred_rotations();
-    }
-}
-
-void NscdServer::settle_map(uint64_t retry_ms) {
-    if (settle_timer_ != EventLoop::kNoTimer || map_.settle()) return;
-    // The guard threads point at a new map within microseconds as a rule: look again soon,
-    // backing off, rather than wait on this thread.
-    settle_timer_ = loop_.add_timer(loop_.now_ms() + retry_ms, [this, retry_ms] {
-        settle_timer_ = EventLoop::kNoTimer;
-        loop_.refresh_now();
-        settle_map(std::min<uint64_t>(retry_ms * 2, kHeartbeatMs));
-    });
-}
-
 size_t NscdServer::request_size(std::span<const uint8_t> in) const {
     RequestHeader header;
     if (in.size() < sizeof header) return 0;
@@ -207,17 +198,9 @@ size_t NscdServer::request_size(std::span<const uint8_t> in) const {
 }
 
 void NscdServer::send_map(RequestConnection& connection) {
-    const MapFile* map = map_.current();
-    if (map == nullptr || map->reader_fd() < 0) {
-        connection.send({});  // no descriptor: the client uses the socket only
-        return;
-    }
-    static const char kName[] = "hosts";
-    std::vector<uint8_t> reply(kName, kName + sizeof kName);
-    const uint64_t size = map->map_size();
-    const auto* b = reinterpret_cast<const uint8_t*>(&size);
-    reply.insert(reply.end(), b, b + sizeof size);
-    connection.send(std::move(reply), map->reader_fd());
+    int fd = -1;
+    std::vector<uint8_t> reply = map_.fd_reply(fd);  // empty: the client uses the socket only
+    connection.send(std::move(reply), fd);
 }
 
 void NscdServer::on_request(RequestConnection& connection, std::span<const uint8_t> request) {
@@ -248,15 +231,15 @@ void NscdServer::on_request(RequestConnection& connection, std::span<const uint8
         return;
     }
     if (is_other_type(type)) {
-        if (self || !options_.proxy_other_databases) {
-            connection.send(declined_reply(type));
-            return;
-        }
-        bump(counters_.nscd_other_requests);
-        if (!others_.submit(connection.id(), connection.peer_uid(), type, std::move(key),
-                            loop_.now_ms() + kConnectionTimeoutMs)) {
-            connection.send({});
-        }
+        users_.on_request(connection, type, std::move(key), self);
+        return;
+    }
+    if (type == GETFDPW || type == GETFDGR || type == GETFDSERV || type == GETFDNETGR) {
+        std::string name;
+        int fd = -1;
+        std::vector<uint8_t> reply;
+        if (!self && string_key(key, name)) reply = users_.fd_reply(type, name, fd);
+        connection.send(std::move(reply), fd);
         return;
     }
     if (type == INVALIDATE) {
@@ -265,7 +248,12 @@ void NscdServer::on_request(RequestConnection& connection, std::span<const uint8
             connection.send({});
             return;
         }
-        if (name == "hosts") flush_map();
+        // Other names (netgroup): nothing cached, nothing to flush.
+        if (name == "hosts") {
+            flush_map();
+        } else {
+            users_.invalidate(name);
+        }
         const int32_t done = 0;
         const auto* b = reinterpret_cast<const uint8_t*>(&done);
         connection.send(std::vector<uint8_t>(b, b + sizeof done));
@@ -279,7 +267,7 @@ void NscdServer::on_request(RequestConnection& connection, std::span<const uint8
 void NscdServer::on_close(RequestConnection& connection) {
     // A client that hung up (or timed out) before its passwd or group lookup ran: a flood of
     // such requests runs no lookups.
-    if (options_.proxy_other_databases) others_.cancel(connection.id(), connection.peer_uid());
+    users_.on_close(connection);
 }
 
 void NscdServer::start_host_lookup(RequestConnection* connection, RequestType type,
@@ -357,11 +345,8 @@ void NscdServer::answer_host(RequestId id, const hostdb::HostAnswer& answer) {
     if (!reply.empty() && answer.ttl > 0 && r.flushes == flushes_) {
         // A refresh that found the name gone leaves the old record to expire on time.
         const bool publish = r.connection_id != kNoConnection || answer.found();
-        const bool published =
-            publish && map_.publish(r.type, r.key, reply, answer.ttl, loop_.now_ms(), wall_s());
-        count_rotations();
+        const bool published = publish && map_.publish(r.type, r.key, reply, answer.ttl);
         if (published) {
-            schedule_expiry(map_.expiry_of(r.type, r.key));
             if (options_.prefetch && answer.found() && !answer.from_hosts_file) {
                 schedule_refresh(r, answer);
             }
@@ -369,21 +354,6 @@ void NscdServer::answer_host(RequestId id, const hostdb::HostAnswer& answer) {
         set_levels();
     }
     if (connection != nullptr) connection->send(std::move(reply));
-}
-
-void NscdServer::schedule_expiry(uint64_t due_ms) {
-    if (due_ms == 0) return;
-    if (expiry_timer_ != EventLoop::kNoTimer && expiry_due_ms_ <= due_ms) return;
-    loop_.cancel_timer(expiry_timer_);
-    expiry_due_ms_ = due_ms;
-    expiry_timer_ = loop_.add_timer(due_ms, [this] {
-        expiry_timer_ = EventLoop::kNoTimer;
-        loop_.refresh_now();
-        const uint64_t next = map_.expire(loop_.now_ms());
-        set_levels();
-        expiry_due_ms_ = 0;
-        schedule_expiry(next);
-    });
 }
 
 void NscdServer::schedule_refresh(const Request& r, const hostdb::HostAnswer& answer) {

@@ -24,13 +24,21 @@
 #include "nscd/map_writer.h"
 #include "nscd/netlink_watch.h"
 #include "nscd/other_databases.h"
+#include "nscd/published_map.h"
+#include "nscd/user_database.h"
 
 namespace nscache::nscd {
 
 struct NscdOptions {
     std::string socket_path;            // /var/run/nscd/socket when installed
     bool proxy_other_databases = true;  // false: "decline", glibc asks NSS itself
-    unsigned proxy_threads = 4;
+    // The pool that runs proxied lookups and NSS module jobs. Its threads mostly wait on a
+    // slow source (a directory away): sized for blocked calls, not for cores, so that 50
+    // lookups stuck on one source still leave threads for other users (one holds at most
+    // half, other_databases.h) and the 2.5 s deadline, not the pool, bounds a client's wait.
+    unsigned proxy_threads = 16;
+    // passwd, group, initgroups, services (user_database.h).
+    UserDbOptions users;
     // Connections one user may hold open at once (max-connections-per-user; root: no limit
     // but kMaxConnections).
     size_t max_connections_per_user = 256;
@@ -64,6 +72,7 @@ class NscdServer final : public front::Protocol {
     }
     // The map's records and how often it was flushed or rotated (tests).
     size_t map_entries() const { return map_.entries(); }
+    UserDatabases& user_databases() { return users_; }
     uint64_t map_rotations() const { return map_.rotations(); }
 
     // front::Protocol. start(): listens (the privilege drop is over) and accepts.
@@ -99,16 +108,10 @@ class NscdServer final : public front::Protocol {
                            const std::string& refresh_name);
     void answer_host(RequestId id, const hostdb::HostAnswer& answer);
     void send_map(RequestConnection& connection);
-    void schedule_expiry(uint64_t due_ms);
     void schedule_refresh(const Request& r, const hostdb::HostAnswer& answer);
     void flush_map();
     // The map's staleness stamp, once a second (MapWriter::heartbeat).
     void heartbeat();
-    // Sets a new map's timestamp long past once the guard points at it, retrying after
-    // `retry_ms` (doubling) until it does.
-    void settle_map(uint64_t retry_ms);
-    // Counts the map's rotations (and those it deferred) since the last call.
-    void count_rotations();
     // A record left the map: its prefetch timer goes with it.
     void cancel_refresh(const std::string& index_key);
     // The stats' levels of the map and its timers (nscd_map_records, nscd_refresh_timers).
@@ -118,21 +121,17 @@ class NscdServer final : public front::Protocol {
     WorkerCounters& counters_;
     EventLoop& loop_;
     NscdOptions options_;
-    MapWriter map_;
+    PublishedMap map_;  // hosts
     NetlinkWatch netlink_;
     OtherDatabases others_;
     SlotTable<Request> requests_;
     // The prefetch timer of each (type, key) published (by MapWriter::index_key): at most one
     // each, and only while its record is in the map (MapWriter's drop listener cancels it).
     std::unordered_map<std::string, EventLoop::TimerHandle> refresh_timers_;
-    EventLoop::TimerHandle expiry_timer_ = EventLoop::kNoTimer;
-    EventLoop::TimerHandle settle_timer_ = EventLoop::kNoTimer;
-    uint64_t expiry_due_ms_ = 0;
     uint64_t flushes_ = 0;
-    uint64_t rotations_seen_ = 0;
-    uint64_t deferred_seen_ = 0;
     std::atomic<bool> flush_requested_{false};
     bool serving_ = false;  // start() listened: on_stopped() has a map to shut down
+    UserDatabases users_;
     // Last: its clients close before what their requests refer to.
     front::RequestSocket socket_;
 };

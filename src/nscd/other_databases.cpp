@@ -12,7 +12,7 @@
 #include <mutex>
 #include <string>
 
-#include "common/bytes.h"
+#include "nscd/user_records.h"
 
 namespace nscache::nscd {
 namespace {
@@ -24,28 +24,17 @@ constexpr size_t kMaxQueued = 1024;
 constexpr size_t kMaxQueuedPerUser = 64;
 constexpr size_t kMaxBuffer = 1u << 20;
 
-void append(std::vector<uint8_t>& out, const void* p, size_t n) {
-    const size_t at = out.size();
-    out.resize(at + n);
-    copy_bytes(out.data() + at, p, n);
-}
-
-void append_string(std::vector<uint8_t>& out, const char* s) {
-    append(out, s, std::strlen(s) + 1);
-}
-
-template <typename Header>
-std::vector<uint8_t> header_only(const Header& h) {
-    std::vector<uint8_t> out;
-    append(out, &h, sizeof h);
-    return out;
-}
-
-// A string key as the client sends it: its bytes up to the NUL it must end with.
-bool key_string(const std::vector<uint8_t>& key, std::string& out) {
-    if (key.empty() || key.back() != 0) return false;
-    out.assign(reinterpret_cast<const char*>(key.data()), key.size() - 1);
-    return out.find('\0') == std::string::npos;
+std::vector<uint8_t> not_found(RequestType type) {
+    switch (type) {
+        case GETPWBYNAME:
+        case GETPWBYUID:
+            return passwd_record(nullptr);
+        case GETGRBYNAME:
+        case GETGRBYGID:
+            return group_record(nullptr);
+        default:
+            return service_record(nullptr);
+    }
 }
 
 bool parse_number(const std::string& s, unsigned long& out) {
@@ -73,7 +62,7 @@ std::vector<uint8_t> passwd_reply(RequestType type, const std::string& key) {
     std::vector<char> buffer;
     unsigned long uid = 0;
     if (type == GETPWBYUID && !parse_number(key, uid)) {
-        return header_only(PwResponseHeader{kProtocolVersion, 0, 0, 0, 0, 0, 0, 0, 0});
+        return not_found(type);
     }
     const int rc = with_buffer(buffer, [&](char* b, size_t n) {
         return type == GETPWBYNAME ? getpwnam_r(key.c_str(), &pw, b, n, &result)
@@ -82,23 +71,11 @@ std::vector<uint8_t> passwd_reply(RequestType type, const std::string& key) {
     if (result == nullptr) {
         // Not found is an answer; a failure (a module unreachable) is no reply at all.
         if (rc != 0 && rc != ENOENT && rc != ESRCH && rc != EBADF && rc != EPERM) return {};
-        return header_only(PwResponseHeader{kProtocolVersion, 0, 0, 0, 0, 0, 0, 0, 0});
+        return not_found(type);
     }
-    PwResponseHeader h{};
-    h.version = kProtocolVersion;
-    h.found = 1;
-    h.pw_name_len = static_cast<int32_t>(std::strlen(pw.pw_name) + 1);
-    h.pw_passwd_len = static_cast<int32_t>(std::strlen(pw.pw_passwd) + 1);
-    h.pw_uid = pw.pw_uid;
-    h.pw_gid = pw.pw_gid;
-    h.pw_gecos_len = static_cast<int32_t>(std::strlen(pw.pw_gecos) + 1);
-    h.pw_dir_len = static_cast<int32_t>(std::strlen(pw.pw_dir) + 1);
-    h.pw_shell_len = static_cast<int32_t>(std::strlen(pw.pw_shell) + 1);
-    std::vector<uint8_t> out = header_only(h);
-    for (const char* s : {pw.pw_name, pw.pw_passwd, pw.pw_gecos, pw.pw_dir, pw.pw_shell}) {
-        append_string(out, s);
-    }
-    return out;
+    nsdb::PasswdEntry e{pw.pw_name,  pw.pw_passwd, pw.pw_uid,  pw.pw_gid,
+                        pw.pw_gecos, pw.pw_dir,    pw.pw_shell};
+    return passwd_record(&e);
 }
 
 std::vector<uint8_t> group_reply(RequestType type, const std::string& key) {
@@ -107,7 +84,7 @@ std::vector<uint8_t> group_reply(RequestType type, const std::string& key) {
     std::vector<char> buffer;
     unsigned long gid = 0;
     if (type == GETGRBYGID && !parse_number(key, gid)) {
-        return header_only(GrResponseHeader{kProtocolVersion, 0, 0, 0, 0, 0});
+        return not_found(type);
     }
     const int rc = with_buffer(buffer, [&](char* b, size_t n) {
         return type == GETGRBYNAME ? getgrnam_r(key.c_str(), &gr, b, n, &result)
@@ -115,26 +92,11 @@ std::vector<uint8_t> group_reply(RequestType type, const std::string& key) {
     });
     if (result == nullptr) {
         if (rc != 0 && rc != ENOENT && rc != ESRCH && rc != EBADF && rc != EPERM) return {};
-        return header_only(GrResponseHeader{kProtocolVersion, 0, 0, 0, 0, 0});
+        return not_found(type);
     }
-    GrResponseHeader h{};
-    h.version = kProtocolVersion;
-    h.found = 1;
-    h.gr_name_len = static_cast<int32_t>(std::strlen(gr.gr_name) + 1);
-    h.gr_passwd_len = static_cast<int32_t>(std::strlen(gr.gr_passwd) + 1);
-    h.gr_gid = gr.gr_gid;
-    int32_t members = 0;
-    while (gr.gr_mem[members] != nullptr) ++members;
-    h.gr_mem_cnt = members;
-    std::vector<uint8_t> out = header_only(h);
-    for (int32_t i = 0; i < members; ++i) {
-        const auto len = static_cast<uint32_t>(std::strlen(gr.gr_mem[i]) + 1);
-        append(out, &len, sizeof len);
-    }
-    append_string(out, gr.gr_name);
-    append_string(out, gr.gr_passwd);
-    for (int32_t i = 0; i < members; ++i) append_string(out, gr.gr_mem[i]);
-    return out;
+    nsdb::GroupEntry e{gr.gr_name, gr.gr_passwd, gr.gr_gid, {}};
+    for (char** m = gr.gr_mem; *m != nullptr; ++m) e.members.emplace_back(*m);
+    return group_record(&e);
 }
 
 std::vector<gid_t> group_list(const std::string& user, gid_t forced) {
@@ -157,22 +119,19 @@ std::vector<gid_t> group_list(const std::string& user, gid_t forced) {
 std::vector<uint8_t> initgroups_reply(const std::string& user) {
     const std::vector<gid_t> with0 = group_list(user, 0);
     const std::vector<gid_t> with1 = group_list(user, 1);
-    std::vector<int32_t> groups;
+    std::vector<uint32_t> groups;
     for (gid_t g : with0) {
         bool in_both = false;
         for (gid_t o : with1) in_both = in_both || o == g;
-        if (in_both) groups.push_back(static_cast<int32_t>(g));
+        if (in_both) groups.push_back(g);
     }
-    InitgrResponseHeader h{kProtocolVersion, 1, static_cast<int32_t>(groups.size())};
-    std::vector<uint8_t> out = header_only(h);
-    append(out, groups.data(), groups.size() * sizeof(int32_t));
-    return out;
+    return initgroups_record(&groups);
 }
 
 std::vector<uint8_t> services_reply(RequestType type, const std::string& key) {
-    const ServResponseHeader missing{kProtocolVersion, 0, 0, 0, 0, -1};
+    const std::vector<uint8_t> missing = service_record(nullptr);
     const size_t slash = key.find('/');
-    if (slash == std::string::npos) return header_only(missing);
+    if (slash == std::string::npos) return missing;
     const std::string crit = key.substr(0, slash);
     const std::string proto = key.substr(slash + 1);
     const char* proto_arg = proto.empty() ? nullptr : proto.c_str();
@@ -180,57 +139,20 @@ std::vector<uint8_t> services_reply(RequestType type, const std::string& key) {
     servent* result = nullptr;
     std::vector<char> buffer;
     unsigned long port = 0;
-    if (type == GETSERVBYPORT && !parse_number(crit, port)) return header_only(missing);
+    if (type == GETSERVBYPORT && !parse_number(crit, port)) return missing;
     with_buffer(buffer, [&](char* b, size_t n) {
         // The client sends the port as getservbyport got it: in network order.
         return type == GETSERVBYNAME
                    ? getservbyname_r(crit.c_str(), proto_arg, &se, b, n, &result)
                    : getservbyport_r(static_cast<int>(port), proto_arg, &se, b, n, &result);
     });
-    if (result == nullptr) return header_only(missing);
-    ServResponseHeader h{};
-    h.version = kProtocolVersion;
-    h.found = 1;
-    h.s_name_len = static_cast<int32_t>(std::strlen(se.s_name) + 1);
-    h.s_proto_len = static_cast<int32_t>(std::strlen(se.s_proto) + 1);
-    int32_t aliases = 0;
-    while (se.s_aliases[aliases] != nullptr) ++aliases;
-    h.s_aliases_cnt = aliases;
-    h.s_port = se.s_port;
-    std::vector<uint8_t> out = header_only(h);
-    append_string(out, se.s_name);
-    append_string(out, se.s_proto);
-    for (int32_t i = 0; i < aliases; ++i) {
-        const auto len = static_cast<uint32_t>(std::strlen(se.s_aliases[i]) + 1);
-        append(out, &len, sizeof len);
-    }
-    for (int32_t i = 0; i < aliases; ++i) append_string(out, se.s_aliases[i]);
-    return out;
+    if (result == nullptr) return missing;
+    nsdb::ServiceEntry e{se.s_name, {}, se.s_port, se.s_proto};
+    for (char** a = se.s_aliases; *a != nullptr; ++a) e.aliases.emplace_back(*a);
+    return service_record(&e);
 }
 
 }  // namespace
-
-std::vector<uint8_t> declined_reply(RequestType type) {
-    switch (type) {
-        case GETPWBYNAME:
-        case GETPWBYUID:
-            return header_only(PwResponseHeader{kProtocolVersion, -1, 0, 0, 0, 0, 0, 0, 0});
-        case GETGRBYNAME:
-        case GETGRBYGID:
-            return header_only(GrResponseHeader{kProtocolVersion, -1, 0, 0, 0, 0});
-        case INITGROUPS:
-            return header_only(InitgrResponseHeader{kProtocolVersion, -1, 0});
-        case GETSERVBYNAME:
-        case GETSERVBYPORT:
-            return header_only(ServResponseHeader{kProtocolVersion, -1, 0, 0, 0, -1});
-        case GETNETGRENT:
-            return header_only(NetgroupResponseHeader{kProtocolVersion, -1, 0, 0});
-        case INNETGR:
-            return header_only(InnetgroupResponseHeader{kProtocolVersion, -1, 0});
-        default:
-            return {};
-    }
-}
 
 std::vector<uint8_t> other_database_reply(RequestType type, const std::vector<uint8_t>& key) {
     std::string text;
@@ -279,12 +201,21 @@ void OtherDatabases::stop() {
 
 bool OtherDatabases::submit(uint64_t connection, uid_t user, RequestType type,
                             std::vector<uint8_t> key, uint64_t deadline_ms) {
+    return queue(Job{connection, user, deadline_ms, type, std::move(key), {}});
+}
+
+bool OtherDatabases::submit_work(uint64_t id, uid_t user, Work work, uint64_t deadline_ms) {
+    return queue(Job{id, user, deadline_ms, GETPWBYNAME, {}, std::move(work)});
+}
+
+bool OtherDatabases::queue(Job job) {
+    const uid_t user = job.user;
     {
         MutexLock lock(mu_);
         if (threads_.empty() || queued_ >= kMaxQueued) return false;
         UserQueue& queue = users_[user];
         if (queue.jobs.size() >= kMaxQueuedPerUser) return false;  // not new: it has jobs
-        queue.jobs.push_back(Job{connection, user, deadline_ms, type, std::move(key)});
+        queue.jobs.push_back(std::move(job));
         ++queued_;
         take_turn(user, queue);
     }
@@ -323,12 +254,18 @@ void OtherDatabases::forget_if_idle(uid_t user) {
 }
 
 void OtherDatabases::drain(const std::function<void(uint64_t, std::vector<uint8_t>)>& done) {
-    std::vector<std::pair<uint64_t, std::vector<uint8_t>>> finished;
+    std::vector<Done> finished;
     {
         MutexLock lock(mu_);
         finished.swap(done_);
     }
-    for (auto& [connection, reply] : finished) done(connection, std::move(reply));
+    for (Done& d : finished) {
+        if (d.finish) {
+            d.finish();
+        } else {
+            done(d.connection, std::move(d.reply));
+        }
+    }
 }
 
 // The condition variable needs a std::unique_lock, which the annotations cannot follow.
@@ -360,7 +297,12 @@ void OtherDatabases::run() NSCACHE_NO_THREAD_SAFETY_ANALYSIS {
         take_turn(user, queue);  // at the back of the line: the others come first
         if (!turns_.empty()) cv_.notify_one();
         lock.unlock();
-        std::vector<uint8_t> reply = lookup_(job.type, job.key);
+        Done finished{job.connection, {}, {}};
+        if (job.work) {
+            finished.finish = job.work();
+        } else {
+            finished.reply = lookup_(job.type, job.key);
+        }
         lock.lock();
         UserQueue& after = users_[user];  // the reference above may be gone (erased, rehashed)
         --after.running;
@@ -368,7 +310,7 @@ void OtherDatabases::run() NSCACHE_NO_THREAD_SAFETY_ANALYSIS {
         forget_if_idle(user);
         if (!turns_.empty()) cv_.notify_one();
         const bool wake = done_.empty();
-        done_.emplace_back(job.connection, std::move(reply));
+        done_.push_back(std::move(finished));
         if (wake) {  // no system call under the lock
             lock.unlock();
             loop_.wake();

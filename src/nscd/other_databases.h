@@ -27,15 +27,14 @@
 #include "common/mutex.h"
 #include "nscd/protocol.h"
 
+#include "nscd/user_records.h"
+
 namespace nscache::nscd {
 
 // The reply to one request of another database: the bytes to send (header and payload in
 // one write), or empty to close without a reply (a failure the client must not take for "no
 // such entry": it then asks NSS itself).
 std::vector<uint8_t> other_database_reply(RequestType type, const std::vector<uint8_t>& key);
-
-// The "not served here" reply for `type` (found -1), or empty for a type that has none.
-std::vector<uint8_t> declined_reply(RequestType type);
 
 class OtherDatabases {
   public:
@@ -52,9 +51,16 @@ class OtherDatabases {
     // `deadline_ms` (now_ms's clock: the client gives up then); false when it cannot queue.
     bool submit(uint64_t connection, uid_t user, RequestType type, std::vector<uint8_t> key,
                 uint64_t deadline_ms);
+    // A job of the cache (user_database.h): `work` runs on a pool thread (it may block on an
+    // NSS module), and what it returns runs on the loop's thread in drain(). `id` is what
+    // cancel() names it by (unique among the jobs queued).
+    using Finish = std::function<void()>;
+    using Work = std::function<Finish()>;
+    bool submit_work(uint64_t id, uid_t user, Work work, uint64_t deadline_ms);
     // The client `connection` of `user` has gone: its lookup, if still queued, never runs.
     void cancel(uint64_t connection, uid_t user);
-    // The finished lookups, handed to `done` (on the loop's thread).
+    // The finished lookups, handed to `done`, and the finished jobs' Finish (on the loop's
+    // thread).
     void drain(const std::function<void(uint64_t, std::vector<uint8_t>)>& done);
 
   private:
@@ -64,12 +70,19 @@ class OtherDatabases {
         uint64_t deadline_ms = 0;
         RequestType type = GETPWBYNAME;
         std::vector<uint8_t> key;
+        Work work;  // set: a job, not a lookup
+    };
+    struct Done {
+        uint64_t connection = 0;
+        std::vector<uint8_t> reply;
+        Finish finish;
     };
     struct UserQueue {
         std::deque<Job> jobs;
         unsigned running = 0;  // lookups of this user on pool threads now
         bool in_turn = false;  // in turns_
     };
+    bool queue(Job job);
     void run();
     // Puts `user` in line for a thread if it has work and a thread to spare.
     void take_turn(uid_t user, UserQueue& queue) NSCACHE_REQUIRES(mu_);
@@ -87,7 +100,7 @@ class OtherDatabases {
     std::unordered_map<uid_t, UserQueue> users_ NSCACHE_GUARDED_BY(mu_);
     std::deque<uid_t> turns_ NSCACHE_GUARDED_BY(mu_);  // users waiting for a thread, in turn
     size_t queued_ NSCACHE_GUARDED_BY(mu_) = 0;
-    std::vector<std::pair<uint64_t, std::vector<uint8_t>>> done_ NSCACHE_GUARDED_BY(mu_);
+    std::vector<Done> done_ NSCACHE_GUARDED_BY(mu_);
     bool stopping_ NSCACHE_GUARDED_BY(mu_) = false;
 };
 

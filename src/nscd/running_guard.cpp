@@ -15,9 +15,15 @@ constexpr int kGuards = 2;
 
 }  // namespace
 
-RunningGuard& RunningGuard::instance() {
-    static RunningGuard* guard = new RunningGuard();  // never destroyed: its threads live on
-    return *guard;
+RunningGuard& RunningGuard::instance(size_t map) {
+    // Never destroyed: their threads live on. Made on first use, so that a process with no
+    // user-database maps starts no threads for them.
+    static Mutex mu;
+    static RunningGuard* guards[kMaps] = {};
+    MutexLock lock(mu);
+    RunningGuard*& g = guards[map < kMaps ? map : 0];
+    if (g == nullptr) g = new RunningGuard();
+    return *g;
 }
 
 RunningGuard::RunningGuard() {

@@ -8,8 +8,9 @@
 // of them is never the last to go. (nscd points its pruning threads at it; a process's last
 // thread does not clear it.) The threads never exit while the process lives: glibc would
 // otherwise wait on the thread id the kernel no longer clears.
-// One per process (instance()); guard() is called from the host front's thread (the nscd
-// socket's), wait_acked() only
+// One per map a process writes (instance(map): hosts, passwd, group, services), each with its
+// own two threads, since each points at its own map's flag; never destroyed (the threads live
+// on). guard() is called from the host front's thread (the nscd socket's), wait_acked() only
 // at start and stop.
 #pragma once
 
@@ -39,7 +40,9 @@ class FlagGuard {
 
 class RunningGuard final : public FlagGuard {
   public:
-    static RunningGuard& instance();
+    static constexpr size_t kMaps = 4;
+    // `map` < kMaps: 0 for hosts, then one per user database (user_database.h).
+    static RunningGuard& instance(size_t map = 0);
 
     // Points both guard threads at `flag`; once both point there, the flag is set to 1.
     uint64_t guard(int32_t* flag) override;

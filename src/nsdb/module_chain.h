@@ -27,6 +27,9 @@ namespace nscache::nsdb {
 class ModuleChain {
   public:
     explicit ModuleChain(std::vector<std::string> services);
+    // Loads the modules from `module_folder` (an absolute path) instead of the dynamic
+    // linker's search path: for tests, whose module is in the build tree. Empty: the default.
+    ModuleChain(std::vector<std::string> services, std::string module_folder);
     ~ModuleChain();
     ModuleChain(const ModuleChain&) = delete;
     ModuleChain& operator=(const ModuleChain&) = delete;
@@ -41,6 +44,9 @@ class ModuleChain {
     // `primary_gid` and without duplicates. `found` when any module said SUCCESS; a module
     // without initgroups_dyn is enumerated (setgrent/getgrent_r/endgrent, one at a time).
     GroupListResult groups_of(const std::string& user, uint32_t primary_gid);
+    // As above with `merge_all` false: the first module that says SUCCESS ends it, as glibc
+    // does when nsswitch.conf has an initgroups line of its own (SwitchLine::merge_groups).
+    GroupListResult groups_of(const std::string& user, uint32_t primary_gid, bool merge_all);
     // `proto` empty: any protocol. `port` in network byte order.
     ServiceResult service_by_name(const std::string& name, const std::string& proto);
     ServiceResult service_by_port(int32_t port, const std::string& proto);

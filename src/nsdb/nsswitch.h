@@ -19,6 +19,11 @@ struct SwitchLine {
     // finds it", so only glibc's own NSS calls reproduce it.
     bool has_actions = false;
     bool present = false;  // false: the database has no line, glibc's default applies
+    // Only for line("initgroups"): true when there is no initgroups line and this is the
+    // group line in its place. glibc's internal_getgrouplist (grp/initgroups.c) then asks
+    // every source and merges their groups even after one says SUCCESS; with an initgroups
+    // line of its own, the first SUCCESS ends the lookup (the default SUCCESS=return).
+    bool merge_groups = false;
 };
 
 class NsswitchConf {

@@ -93,6 +93,39 @@ TEST(ConfigText, NscdFrontIsOffByDefaultAndTakesItsKeys) {
     }
 }
 
+TEST(ConfigText, NscdDatabasePoliciesAndTtls) {
+    Config c;
+    EXPECT_EQ(c.nscd_passwd, "");  // unset: nscd-other-databases if set, else auto
+    EXPECT_FALSE(c.nscd_other_databases_set);
+    EXPECT_EQ(c.nscd_positive_ttl, 600u);
+    EXPECT_EQ(c.nscd_negative_ttl, 20u);
+    ASSERT_FALSE(
+        load_config_text("nscd-passwd = \"cache\"\n"
+                         "nscd-group = \"proxy\"\n"
+                         "nscd-services = \"decline\"\n"
+                         "nscd-netgroup = \"decline\"\n"
+                         "nscd-positive-ttl = \"1h\"\n"
+                         "nscd-negative-ttl = \"5s\"\n"
+                         "nscd-other-databases = \"proxy\"\n",
+                         "test", c));
+    EXPECT_EQ(c.nscd_passwd, "cache");
+    EXPECT_EQ(c.nscd_group, "proxy");
+    EXPECT_EQ(c.nscd_services, "decline");
+    EXPECT_EQ(c.nscd_netgroup, "decline");
+    EXPECT_EQ(c.nscd_positive_ttl, 3600u);
+    EXPECT_EQ(c.nscd_negative_ttl, 5u);
+    EXPECT_TRUE(c.nscd_other_databases_set);
+    for (const char* bad : {"nscd-passwd = \"yes\"\n", "nscd-netgroup = \"cache\"\n",
+                            "nscd-netgroup = \"proxy\"\n"}) {
+        Config d;
+        EXPECT_TRUE(load_config_text(bad, "test", d)) << bad;
+    }
+    Config d;
+    auto err = load_config_text("nscd-netgroup = \"cache\"\n", "test", d);
+    ASSERT_TRUE(err);
+    EXPECT_NE(err->message.find("netgroup is not served"), std::string::npos) << err->message;
+}
+
 TEST(ConfigText, MaxConnectionsPerUser) {
     Config c;
     EXPECT_EQ(c.max_connections_per_user, 256u);  // a quarter of each socket's 1,024

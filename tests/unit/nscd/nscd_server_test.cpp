@@ -41,6 +41,7 @@ NscdOptions options_for(const FrontHarness& h, size_t max_per_user = 256) {
     NscdOptions o;
     o.socket_path = h.socket_path("nscd.sock");
     o.proxy_other_databases = false;  // no helper threads (and no fork under them)
+    o.users.passwd = o.users.group = o.users.services = DbPolicy::decline;
     o.max_connections_per_user = max_per_user;
     o.map = MapOptions{.module = 211, .data_size = 1u << 20, .certainly_running = false};
     return o;

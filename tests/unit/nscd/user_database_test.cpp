@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The passwd/group/services engine through the nscd socket (nscd_server.h), with files in a
+// temp folder and a fake NSS source behind the files.
+#include "nscd/user_database.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "front/front_test_support.h"
+#include "nscd/nscd_server.h"
+
+namespace nscache::nscd {
+namespace {
+
+using front::testing::connect_as_child;
+using front::testing::FrontHarness;
+using front::testing::held;
+using front::testing::read_reply;
+using front::testing::send_all;
+using front::testing::write_file;
+
+std::vector<uint8_t> request(RequestType type, const std::string& key_text) {
+    std::vector<uint8_t> key(key_text.begin(), key_text.end());
+    key.push_back(0);
+    RequestHeader header{kProtocolVersion, type, static_cast<int32_t>(key.size())};
+    std::vector<uint8_t> bytes(sizeof header + key.size());
+    std::memcpy(bytes.data(), &header, sizeof header);
+    std::memcpy(bytes.data() + sizeof header, key.data(), key.size());
+    return bytes;
+}
+
+int32_t found_of(const std::vector<uint8_t>& reply) {
+    int32_t found = -2;
+    if (reply.size() >= 8) std::memcpy(&found, reply.data() + 4, sizeof found);
+    return found;
+}
+
+// The sources after files: answers set by the test; calls counted; may be held at a gate.
+class FakeSource final : public ModuleSource {
+  public:
+    nsdb::PasswdResult passwd_by_name(const std::string& name) override {
+        wait();
+        nsdb::PasswdResult r;
+        r.status = status;
+        if (status == nsdb::Status::found) r.entry = {name, "x", 70000, 70000, "", "/", "/bin/sh"};
+        return r;
+    }
+    nsdb::PasswdResult passwd_by_uid(uint32_t uid) override {
+        wait();
+        nsdb::PasswdResult r;
+        r.status = status;
+        if (status == nsdb::Status::found) r.entry = {"dyn", "x", uid, uid, "", "/", "/bin/sh"};
+        return r;
+    }
+    nsdb::GroupResult group_by_name(const std::string&) override { return {status, {}}; }
+    nsdb::GroupResult group_by_gid(uint32_t) override { return {status, {}}; }
+    nsdb::GroupListResult groups_of(const std::string&, uint32_t) override {
+        wait();
+        nsdb::GroupListResult r;
+        r.status = status;
+        if (status == nsdb::Status::found) r.entry = {900};
+        return r;
+    }
+    nsdb::ServiceResult service_by_name(const std::string&, const std::string&) override {
+        return {status, {}};
+    }
+    nsdb::ServiceResult service_by_port(int32_t, const std::string&) override {
+        return {status, {}};
+    }
+
+    void wait() {
+        ++calls;
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [this] { return open; });
+    }
+    void release() {
+        {
+            std::lock_guard<std::mutex> lock(mu);
+            open = true;
+        }
+        cv.notify_all();
+    }
+
+    std::atomic<nsdb::Status> status{nsdb::Status::not_found};
+    std::atomic<int> calls{0};
+    std::mutex mu;
+    std::condition_variable cv;
+    bool open = true;
+};
+
+constexpr const char* kPasswd =
+    "root:x:0:0:root:/root:/bin/bash\n"
+    "alice:x:1000:1000:Alice:/home/alice:/bin/sh\n";
+constexpr const char* kGroup =
+    "root:x:0:\n"
+    "staff:x:50:alice,bob\n"
+    "alice:x:1000:\n";
+constexpr const char* kServices = "http 80/tcp www\n";
+
+struct Harness {
+    explicit Harness(const std::string& nsswitch, DbPolicy policy = DbPolicy::automatic)
+        : source(std::make_shared<FakeSource>()) {
+        write_file(path("passwd"), kPasswd);
+        write_file(path("group"), kGroup);
+        write_file(path("services"), kServices);
+        write_file(path("nsswitch.conf"), nsswitch);
+        NscdOptions o;
+        o.socket_path = path("nscd.sock");
+        o.proxy_other_databases = false;
+        o.proxy_threads = 4;
+        o.map = MapOptions{.module = 211, .data_size = 1u << 20, .certainly_running = false};
+        o.users.passwd = o.users.group = o.users.services = policy;
+        o.users.map = o.map;
+        o.users.passwd_path = path("passwd");
+        o.users.group_path = path("group");
+        o.users.services_path = path("services");
+        o.users.nsswitch_path = path("nsswitch.conf");
+        o.users.sources = [s = source](const std::vector<std::string>&) { return s; };
+        nscd = std::make_unique<NscdServer>(h.front, o);
+        const Result<void> opened = nscd->open();
+        EXPECT_TRUE(opened) << (opened ? "" : opened.error());
+        h.front.run_on_this_thread();
+    }
+    ~Harness() {
+        source->release();
+        h.front.stop();
+    }
+    std::string path(const std::string& name) const { return h.socket_path(name); }
+    UserDatabases& users() { return nscd->user_databases(); }
+
+    int open_request(RequestType type, const std::string& key, uid_t uid = ~uid_t{0}) {
+        const int fd = connect_as_child(path("nscd.sock"), uid);
+        EXPECT_GE(fd, 0);
+        send_all(fd, request(type, key));
+        return fd;
+    }
+    // Loop turns until `fd` has its answer (the pool's jobs finish on other threads).
+    std::vector<uint8_t> answer(int fd, bool* closed = nullptr) {
+        for (int i = 0; i < 400 && held(fd); ++i) h.front.run_once(5);
+        std::vector<uint8_t> reply = read_reply(fd, closed);
+        close(fd);
+        return reply;
+    }
+    std::vector<uint8_t> ask(RequestType type, const std::string& key, bool* closed = nullptr) {
+        const int fd = open_request(type, key);
+        h.turns();
+        return answer(fd, closed);
+    }
+
+    FrontHarness h;
+    std::shared_ptr<FakeSource> source;
+    std::unique_ptr<NscdServer> nscd;
+};
+
+constexpr const char* kFilesOnly = "passwd: files\ngroup: files\nservices: files\n";
+constexpr const char* kHybrid = "passwd: files fake\ngroup: files fake\nservices: files fake\n";
+
+TEST(UserDatabases, FilesOnlyAnswersFoundAndNotFoundAndPublishesBoth) {
+    Harness t(kFilesOnly);
+    EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "alice")), 1);
+    // By name, and by uid (the same entry is what getpwuid gives).
+    EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), 2u);
+    EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "nobody-here")), 0);
+    EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), 3u);
+    EXPECT_EQ(found_of(t.ask(GETGRBYGID, "50")), 1);
+    EXPECT_EQ(found_of(t.ask(INITGROUPS, "alice")), 1);
+    EXPECT_EQ(found_of(t.ask(GETSERVBYNAME, "http/tcp")), 1);
+    EXPECT_EQ(found_of(t.ask(GETSERVBYPORT, std::to_string(htons(80)) + "/tcp")), 1);
+    EXPECT_EQ(found_of(t.ask(GETSERVBYPORT, "80/tcp")), 0);  // host order: port 20480
+    EXPECT_EQ(t.source->calls.load(), 0);
+    EXPECT_EQ(t.h.counters.nscd_passwd_hits.load(), 2u);
+    EXPECT_EQ(t.users().plan_code(UserDatabases::kPasswd), 2);
+}
+
+TEST(UserDatabases, HybridNotFoundIsAnsweredButNeverPublished) {
+    Harness t(kHybrid);
+    EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "root")), 1);  // from the files
+    EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), 2u);
+    EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "ghost")), 0);
+    EXPECT_EQ(t.source->calls.load(), 1);
+    EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), 2u);  // a dynamic user may come
+    t.source->status = nsdb::Status::found;
+    EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "ghost")), 1);
+    EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), 3u);
+    EXPECT_EQ(t.h.counters.nscd_passwd_misses.load(), 2u);
+    EXPECT_EQ(t.users().plan_code(UserDatabases::kPasswd), 3);
+}
+
+TEST(UserDatabases, AnUnavailableSourceGetsNoReplyAndNothingCached) {
+    Harness t(kHybrid, DbPolicy::cache);
+    t.source->status = nsdb::Status::unavailable;
+    bool closed = false;
+    EXPECT_TRUE(t.ask(GETPWBYNAME, "ghost", &closed).empty());
+    EXPECT_TRUE(closed);
+    EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), 0u);
+    EXPECT_EQ(t.h.counters.nscd_jobs_unavailable.load(), 1u);
+}
+
+TEST(UserDatabases, CacheKeepsNegativesButNeverInTheDynamicRange) {
+    Harness t(kHybrid, DbPolicy::cache);
+    EXPECT_EQ(found_of(t.ask(GETPWBYUID, "61200")), 0);
+    EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), 0u);
+    EXPECT_EQ(found_of(t.ask(GETPWBYUID, "4000")), 0);
+    EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), 1u);
+}
+
+TEST(UserDatabases, IdenticalLookupsInFlightShareOneJob) {
+    Harness t(kHybrid);
+    t.source->open = false;
+    std::vector<int> fds;
+    for (int i = 0; i < 3; ++i) {
+        fds.push_back(t.open_request(GETPWBYNAME, "ghost"));
+        t.h.turns();
+    }
+    EXPECT_EQ(t.users().jobs_in_flight(), 1u);
+    EXPECT_EQ(t.h.counters.nscd_jobs_coalesced.load(), 2u);
+    t.source->release();
+    for (int fd : fds) EXPECT_EQ(found_of(t.answer(fd)), 0);
+    EXPECT_EQ(t.source->calls.load(), 1);
+}
+
+TEST(UserDatabases, AClientWaitingPastTheDeadlineIsClosedWithoutAReply) {
+    Harness t(kHybrid);
+    t.source->open = false;
+    const int fd = t.open_request(GETPWBYNAME, "slow");
+    t.h.turns();
+    t.h.clock.advance_ms(2499);
+    t.h.turns();
+    EXPECT_TRUE(held(fd));
+    t.h.clock.advance_ms(1);
+    t.h.turns();
+    EXPECT_FALSE(held(fd));
+    bool closed = false;
+    EXPECT_TRUE(read_reply(fd, &closed).empty());
+    EXPECT_TRUE(closed);
+    close(fd);
+    EXPECT_EQ(t.h.counters.nscd_jobs_timed_out.load(), 1u);
+    EXPECT_EQ(t.users().jobs_in_flight(), 0u);
+}
+
+TEST(UserDatabases, InvalidateFromRootFlushesThatDatabase) {
+    Harness t(kFilesOnly);
+    t.ask(GETPWBYNAME, "alice");
+    t.ask(GETGRBYNAME, "staff");
+    ASSERT_EQ(t.users().map_entries(UserDatabases::kPasswd), 2u);
+    if (getuid() == 0) {
+        // Another user may not.
+        const int fd = t.open_request(INVALIDATE, "passwd", 65534);
+        t.h.turns();
+        EXPECT_TRUE(t.answer(fd).empty());
+        EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), 2u);
+    }
+    const std::vector<uint8_t> done = t.ask(INVALIDATE, "passwd");
+    if (getuid() != 0) GTEST_SKIP() << "INVALIDATE needs root";
+    EXPECT_EQ(done.size(), sizeof(int32_t));
+    EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), 0u);
+    EXPECT_EQ(t.users().map_entries(UserDatabases::kGroup), 2u);
+}
+
+TEST(UserDatabases, AnEditOfTheFileFlushesItsMapIncludingANegative) {
+    Harness t(kFilesOnly);
+    EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "carol")), 0);
+    EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), 1u);
+    write_file(t.path("passwd"), std::string(kPasswd) + "carol:x:1001:1001::/:/bin/sh\n");
+    t.users().reload();
+    EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), 0u);
+    EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "carol")), 1);
+}
+
+TEST(UserDatabases, AChangedNsswitchConfReplans) {
+    Harness t(kFilesOnly);
+    EXPECT_EQ(t.users().plan_code(UserDatabases::kGroup), 2);
+    write_file(t.path("nsswitch.conf"), kHybrid);
+    t.users().reload();
+    EXPECT_EQ(t.users().plan_code(UserDatabases::kGroup), 3);
+}
+
+TEST(UserDatabases, GetfdHandsOutEachDatabasesMapByName) {
+    Harness t(kFilesOnly);
+    const std::vector<uint8_t> reply = t.ask(GETFDPW, "passwd");
+    ASSERT_GE(reply.size(), 7u + 8u);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(reply.data()), 7),
+              std::string("passwd\0", 7));
+    EXPECT_TRUE(t.ask(GETFDPW, "group").empty());  // the name must match the request
+    EXPECT_EQ(t.ask(GETFDSERV, "services").size(), 9u + 8u);
+}
+
+TEST(UserDatabases, DeclineAndNetgroupSayNotServedHere) {
+    Harness t(kFilesOnly, DbPolicy::decline);
+    EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "alice")), -1);
+    EXPECT_EQ(found_of(t.ask(GETNETGRENT, "trusted")), -1);
+    EXPECT_TRUE(t.ask(GETFDPW, "passwd").empty());
+    EXPECT_EQ(t.h.counters.nscd_passwd_declined.load(), 1u);
+    EXPECT_EQ(t.h.counters.nscd_netgroup_declined.load(), 1u);
+}
+
+}  // namespace
+}  // namespace nscache::nscd
