@@ -73,11 +73,12 @@ static int64_t now_ns(void) {
 }
 
 static void usage(const char* msg) {
-    fprintf(stderr,
-            "error: %s\nusage: pw_bench --mode pwnam|pwuid|grnam|grouplist|servbyname --keys FILE "
-            "[--threads N] [--seconds S] [--max-calls N]\n"
-            "       pw_bench --wait-for NAME [--negative-first] [--interval-ms MS] [--timeout-s S]\n",
-            msg);
+    fprintf(
+        stderr,
+        "error: %s\nusage: pw_bench --mode pwnam|pwuid|grnam|grouplist|servbyname --keys FILE "
+        "[--threads N] [--seconds S] [--max-calls N]\n"
+        "       pw_bench --wait-for NAME [--negative-first] [--interval-ms MS] [--timeout-s S]\n",
+        msg);
     exit(2);
 }
 
@@ -88,58 +89,53 @@ static void fail(const struct key* k, const char* what) {
                  k->b ? "/" : "", k->b ? k->b : "", what);
 }
 
-static const char* err_text(int rc) { return rc == 0 ? "not found" : strerror(rc); }
+static const char* err_text(int rc) {
+    return rc == 0 ? "not found" : strerror(rc);
+}
 
 static void lookup(const struct key* k, char* buf) {
     int rc;
     switch (g_mode) {
-    case M_PWNAM:
-    case M_PWUID: {
-        struct passwd pw, *res = NULL;
-        rc = g_mode == M_PWNAM ? getpwnam_r(k->a, &pw, buf, BUFFER_SIZE, &res)
-                               : getpwuid_r((uid_t)k->number, &pw, buf, BUFFER_SIZE, &res);
-        if (res == NULL)
-            fail(k, err_text(rc));
-        break;
-    }
-    case M_GRNAM: {
-        struct group gr, *res = NULL;
-        rc = getgrnam_r(k->a, &gr, buf, BUFFER_SIZE, &res);
-        if (res == NULL)
-            fail(k, err_text(rc));
-        break;
-    }
-    case M_GROUPLIST: {
-        gid_t* groups = (gid_t*)buf;
-        int n = MAX_GROUPS;
-        // at least the primary group comes back; -1 only when MAX_GROUPS is too small
-        if (getgrouplist(k->a, (gid_t)k->number, groups, &n) < 0 || n < 1)
-            fail(k, "getgrouplist failed");
-        break;
-    }
-    case M_SERVBYNAME: {
-        struct servent se, *res = NULL;
-        rc = getservbyname_r(k->a, k->b, &se, buf, BUFFER_SIZE, &res);
-        if (res == NULL)
-            fail(k, err_text(rc));
-        break;
-    }
+        case M_PWNAM:
+        case M_PWUID: {
+            struct passwd pw, *res = NULL;
+            rc = g_mode == M_PWNAM ? getpwnam_r(k->a, &pw, buf, BUFFER_SIZE, &res)
+                                   : getpwuid_r((uid_t)k->number, &pw, buf, BUFFER_SIZE, &res);
+            if (res == NULL) fail(k, err_text(rc));
+            break;
+        }
+        case M_GRNAM: {
+            struct group gr, *res = NULL;
+            rc = getgrnam_r(k->a, &gr, buf, BUFFER_SIZE, &res);
+            if (res == NULL) fail(k, err_text(rc));
+            break;
+        }
+        case M_GROUPLIST: {
+            gid_t* groups = (gid_t*)buf;
+            int n = MAX_GROUPS;
+            // at least the primary group comes back; -1 only when MAX_GROUPS is too small
+            if (getgrouplist(k->a, (gid_t)k->number, groups, &n) < 0 || n < 1)
+                fail(k, "getgrouplist failed");
+            break;
+        }
+        case M_SERVBYNAME: {
+            struct servent se, *res = NULL;
+            rc = getservbyname_r(k->a, k->b, &se, buf, BUFFER_SIZE, &res);
+            if (res == NULL) fail(k, err_text(rc));
+            break;
+        }
     }
 }
 
 static void* worker(void* arg) {
     size_t i = (size_t)(uintptr_t)arg % g_nkeys;
     char* buf = malloc(BUFFER_SIZE);
-    if (buf == NULL)
-        return NULL;
+    if (buf == NULL) return NULL;
     for (;;) {
-        if (now_ns() >= g_deadline_ns)
-            break;
-        if (g_max_calls > 0 && atomic_fetch_add(&g_started, 1) >= g_max_calls)
-            break;
+        if (now_ns() >= g_deadline_ns) break;
+        if (g_max_calls > 0 && atomic_fetch_add(&g_started, 1) >= g_max_calls) break;
         lookup(&g_keys[i], buf);
-        if (now_ns() <= g_deadline_ns)
-            atomic_fetch_add(&g_calls, 1);
+        if (now_ns() <= g_deadline_ns) atomic_fetch_add(&g_calls, 1);
         i = (i + 1) % g_nkeys;
     }
     free(buf);
@@ -162,39 +158,32 @@ static void parse_key(char* line, struct key* k) {
     if (g_mode == M_PWUID || g_mode == M_GROUPLIST) {
         const char* digits = g_mode == M_PWUID ? k->a : k->b;
         char* end = NULL;
-        if (digits == NULL || *digits == '\0')
-            usage("a key lacks its number");
+        if (digits == NULL || *digits == '\0') usage("a key lacks its number");
         k->number = strtol(digits, &end, 10);
-        if (*end != '\0' || k->number < 0)
-            usage("a key's number is not a non-negative integer");
+        if (*end != '\0' || k->number < 0) usage("a key's number is not a non-negative integer");
     }
 }
 
 static void read_keys(const char* path) {
     FILE* f = fopen(path, "r");
-    if (f == NULL)
-        usage("cannot open the keys file");
+    if (f == NULL) usage("cannot open the keys file");
     size_t cap = 0;
     char* line = NULL;
     size_t len = 0;
     ssize_t n;
     while ((n = getline(&line, &len, f)) > 0) {
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-            line[--n] = '\0';
-        if (n == 0)
-            continue;
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
+        if (n == 0) continue;
         if (g_nkeys == cap) {
             cap = cap ? cap * 2 : 256;
             g_keys = realloc(g_keys, cap * sizeof *g_keys);
-            if (g_keys == NULL)
-                usage("out of memory");
+            if (g_keys == NULL) usage("out of memory");
         }
         parse_key(strdup(line), &g_keys[g_nkeys++]);
     }
     free(line);
     fclose(f);
-    if (g_nkeys == 0)
-        usage("the keys file is empty");
+    if (g_nkeys == 0) usage("the keys file is empty");
 }
 
 static int found_user(const char* name) {
@@ -205,8 +194,7 @@ static int found_user(const char* name) {
 }
 
 static int wait_for(const char* name, int negative_first, long interval_ms, double timeout_s) {
-    if (!found_user("root"))
-        fprintf(stderr, "warning: root not found\n");
+    if (!found_user("root")) fprintf(stderr, "warning: root not found\n");
     if (negative_first && found_user(name)) {
         fprintf(stderr, "%s exists before the edit\n", name);
         return 1;
@@ -214,8 +202,7 @@ static int wait_for(const char* name, int negative_first, long interval_ms, doub
     printf("ready\n");
     fflush(stdout);
     char go[64];
-    if (fgets(go, sizeof go, stdin) == NULL)
-        return 2;
+    if (fgets(go, sizeof go, stdin) == NULL) return 2;
     const int64_t end = now_ns() + (int64_t)(timeout_s * 1e9);
     long polls = 0;
     for (;;) {
@@ -224,8 +211,7 @@ static int wait_for(const char* name, int negative_first, long interval_ms, doub
             printf("visible_ns=%lld polls=%ld\n", (long long)now_ns(), polls);
             return 0;
         }
-        if (now_ns() >= end)
-            break;
+        if (now_ns() >= end) break;
         struct timespec ts = {interval_ms / 1000, (interval_ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
@@ -246,15 +232,12 @@ int main(int argc, char** argv) {
             negative_first = 1;
             continue;
         }
-        if (v == NULL)
-            usage("an option lacks its value");
+        if (v == NULL) usage("an option lacks its value");
         ++i;
         if (strcmp(a, "--mode") == 0) {
             size_t m = 0;
-            while (m < sizeof MODE_NAMES / sizeof *MODE_NAMES && strcmp(v, MODE_NAMES[m]) != 0)
-                ++m;
-            if (m == sizeof MODE_NAMES / sizeof *MODE_NAMES)
-                usage("unknown mode");
+            while (m < sizeof MODE_NAMES / sizeof *MODE_NAMES && strcmp(v, MODE_NAMES[m]) != 0) ++m;
+            if (m == sizeof MODE_NAMES / sizeof *MODE_NAMES) usage("unknown mode");
             g_mode = (enum mode)m;
             have_mode = 1;
         } else if (strcmp(a, "--keys") == 0) {
@@ -281,8 +264,7 @@ int main(int argc, char** argv) {
         alarm((unsigned)timeout_s + 60);
         return wait_for(wait_name, negative_first, interval_ms, timeout_s);
     }
-    if (!have_mode || keys == NULL)
-        usage("--mode and --keys are required");
+    if (!have_mode || keys == NULL) usage("--mode and --keys are required");
     if (g_threads < 1 || g_threads > 64 || !(g_seconds > 0 && g_seconds <= 600) || g_max_calls < 0)
         usage("--threads must be 1..64, --seconds 0..600, --max-calls >= 0");
     read_keys(keys);
@@ -291,15 +273,15 @@ int main(int argc, char** argv) {
     g_deadline_ns = start + (int64_t)(g_seconds * 1e9);
     pthread_t tids[64];
     for (int t = 0; t < g_threads; ++t)
-        if (pthread_create(&tids[t], NULL, worker, (void*)(uintptr_t)(t * (g_nkeys / g_threads + 1))) != 0)
+        if (pthread_create(&tids[t], NULL, worker,
+                           (void*)(uintptr_t)(t * (g_nkeys / g_threads + 1))) != 0)
             usage("pthread_create failed");
-    for (int t = 0; t < g_threads; ++t)
-        pthread_join(tids[t], NULL);
+    for (int t = 0; t < g_threads; ++t) pthread_join(tids[t], NULL);
     const double elapsed = g_max_calls > 0 ? (double)(now_ns() - start) / 1e9 : g_seconds;
     const long long calls = atomic_load(&g_calls), failures = atomic_load(&g_failures);
-    printf("mode=%s threads=%d seconds=%.3f calls=%lld failures=%lld per_s=%.1f\n", MODE_NAMES[g_mode],
-           g_threads, elapsed, calls, failures, calls / (elapsed > 0 ? elapsed : 1));
-    if (failures > 0)
-        fprintf(stderr, "first failure: %s\n", g_first_failure);
+    printf("mode=%s threads=%d seconds=%.3f calls=%lld failures=%lld per_s=%.1f\n",
+           MODE_NAMES[g_mode], g_threads, elapsed, calls, failures,
+           calls / (elapsed > 0 ? elapsed : 1));
+    if (failures > 0) fprintf(stderr, "first failure: %s\n", g_first_failure);
     return failures > 0 ? 1 : 0;
 }
