@@ -45,6 +45,7 @@ std::vector<std::string> keep_fixed_options(const Config& running, Config& next)
     keep("nss-socket", &Config::nss_socket);
     keep("nscd-socket", &Config::nscd_socket);
     keep("nscd-other-databases", &Config::nscd_proxy_other_databases);
+    keep("nscd-other-databases", &Config::nscd_other_databases_set);
     keep("nscd-map-size", &Config::nscd_map_size);
     keep("nscd-passwd", &Config::nscd_passwd);
     keep("nscd-group", &Config::nscd_group);

@@ -419,7 +419,15 @@ void UserDatabases::start_job(RequestConnection& connection, Db db, RequestType 
                               std::vector<uint8_t> key, bool cached_proxy) {
     std::string index_key = MapWriter::index_key(type, key);
     uint64_t token = 0;
-    if (auto j = joinable_.find(index_key); j != joinable_.end()) {
+    auto j = joinable_.find(index_key);
+    // A job queued past half the deadline may be dropped unrun (a full pool): a newcomer then
+    // starts its own rather than wait on it to its own deadline.
+    if (j != joinable_.end() &&
+        loop_.now_ms() >= jobs_.at(j->second).started_ms + options_.deadline_ms / 2) {
+        joinable_.erase(j);
+        j = joinable_.end();
+    }
+    if (j != joinable_.end()) {
         token = j->second;
         bump(counters_.nscd_jobs_coalesced);
     } else {
@@ -451,6 +459,7 @@ void UserDatabases::start_job(RequestConnection& connection, Db db, RequestType 
         job.index_key = index_key;
         job.generation = maps_[db]->generation();
         job.user = connection.peer_uid();
+        job.started_ms = loop_.now_ms();
         job.cache_negative = s.policy == DbPolicy::cache;
         jobs_.emplace(token, std::move(job));
         joinable_.emplace(std::move(index_key), token);

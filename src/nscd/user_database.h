@@ -133,6 +133,7 @@ class UserDatabases {
         std::string index_key;
         uint64_t generation = 0;
         uid_t user = 0;
+        uint64_t started_ms = 0;
         bool cache_negative = false;
         std::vector<Waiter> waiters;
     };

@@ -245,6 +245,30 @@ TEST(UserDatabases, AClientWaitingPastTheDeadlineIsClosedWithoutAReply) {
     EXPECT_EQ(t.users().jobs_in_flight(), 0u);
 }
 
+TEST(UserDatabases, ASlowSourceDelaysNeitherHostsNorFilesAnswers) {
+    Harness t(kHybrid);
+    t.source->open = false;
+    const int slow = t.open_request(GETPWBYNAME, "slow");
+    t.h.turns();
+    EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "alice")), 1);  // from the files, at once
+    EXPECT_EQ(found_of(t.ask(GETHOSTBYNAME, "one")), 1);  // hosts: the front's own thread
+    EXPECT_TRUE(held(slow));
+    t.source->release();
+    EXPECT_EQ(found_of(t.answer(slow)), 0);
+}
+
+TEST(UserDatabases, AJobWhoseClientsAllLeftIsDropped) {
+    Harness t(kHybrid);
+    t.source->open = false;
+    const int fd = t.open_request(GETPWBYNAME, "gone");
+    t.h.turns();
+    ASSERT_EQ(t.users().jobs_in_flight(), 1u);
+    close(fd);
+    t.h.turns();
+    EXPECT_EQ(t.users().jobs_in_flight(), 0u);
+    t.source->release();
+}
+
 TEST(UserDatabases, InvalidateFromRootFlushesThatDatabase) {
     Harness t(kFilesOnly);
     t.ask(GETPWBYNAME, "alice");
