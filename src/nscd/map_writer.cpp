@@ -101,6 +101,28 @@ void MapFile::retire() {
     store_release(head()->timestamp, uint64_t{0});
 }
 
+uint32_t bucket_count_for(size_t entries, uint32_t most) {
+    auto prime = [](uint32_t n) {
+        if (n < 2) return false;
+        for (uint32_t d = 2; d * d <= n; ++d) {
+            if (n % d == 0) return false;
+        }
+        return true;
+    };
+    if (most <= kMinBuckets) return most;
+    uint32_t n = static_cast<uint32_t>(std::clamp<size_t>(entries, kMinBuckets, most));
+    while (n < most && !prime(n)) ++n;
+    return n;
+}
+
+uint32_t MapWriter::module_for(size_t live) const {
+    if (!expected_) return options_.module;
+    // The files' keys not asked yet plus the records beyond the files live now (module
+    // answers, not-found records) are at most expected + live: counting the files' records
+    // twice costs at most twice the buckets, fewer would lengthen the chains.
+    return bucket_count_for(*expected_ + live, options_.module);
+}
+
 uint32_t MapWriter::size_for(size_t bytes) const {
     constexpr size_t kStep = 64 * 1024;
     const size_t most = options_.data_size;
@@ -108,10 +130,10 @@ uint32_t MapWriter::size_for(size_t bytes) const {
     return static_cast<uint32_t>(std::clamp(round_up(2 * bytes, kStep), least, most));
 }
 
-std::unique_ptr<MapFile> MapWriter::new_map(uint64_t now_s, uint32_t data_size,
+std::unique_ptr<MapFile> MapWriter::new_map(uint64_t now_s, uint32_t data_size, uint32_t module,
                                             std::string& error) {
     auto map = std::make_unique<MapFile>();
-    if (auto e = map->create(options_.module, data_size, nl_stamp_, now_s)) {
+    if (auto e = map->create(module, data_size, nl_stamp_, now_s)) {
         error = *e;
         return nullptr;
     }
@@ -147,7 +169,7 @@ void MapWriter::unguard() {
 
 std::optional<std::string> MapWriter::open(uint64_t now_s) {
     std::string error;
-    current_ = new_map(now_s, size_for(0), error);
+    current_ = new_map(now_s, size_for(0), module_for(0), error);
     if (!current_) return error;
     guard(*current_, true);  // at start, before any client
     return std::nullopt;
@@ -281,6 +303,16 @@ bool MapWriter::publish(RequestType type, std::span<const uint8_t> key,
         it = index_.emplace(k, *placed).first;
     }
     due_.emplace(Due{placed->expires_ms, placed->serial}, std::move(k));
+    // Records beyond what the files said (a directory's users behind `files`): chains past two
+    // entries a bucket cost a lookup more probes, so a larger array is made, as a full map's
+    // rotation is (at most once per interval; each at least doubles the buckets).
+    const auto module = static_cast<uint32_t>(current_->head()->module);
+    if (expected_ && module < options_.module && index_.size() > 2 * size_t{module} &&
+        (!last_full_rotation_ms_ ||
+         now_ms >= *last_full_rotation_ms_ + options_.min_rotation_interval_ms)) {
+        last_full_rotation_ms_ = now_ms;
+        rotate(now_s, true, size_for(live_bytes_));
+    }
     return true;
 }
 
@@ -317,7 +349,8 @@ uint64_t MapWriter::expiry_of(RequestType type, std::span<const uint8_t> key) co
 
 bool MapWriter::rotate(uint64_t now_s, bool keep_records, uint32_t data_size) {
     std::string error;
-    std::unique_ptr<MapFile> next = new_map(now_s, data_size, error);
+    std::unique_ptr<MapFile> next =
+        new_map(now_s, data_size, module_for(keep_records ? index_.size() : 0), error);
     if (!next) return false;
     std::unordered_map<std::string, Entry> kept;
     bool full = false;

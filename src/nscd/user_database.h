@@ -137,6 +137,7 @@ class UserDatabases {
     // The plan in force (stats: the *_plan gauge's code) and the map's records (tests).
     int plan_code(Db db) const;
     size_t map_entries(Db db) const { return maps_[db]->entries(); }
+    uint32_t map_buckets(Db db) { return maps_[db]->writer().buckets(); }
     size_t jobs_in_flight() const { return jobs_.size(); }
     uint64_t files_read() const { return files_read_; }
 
@@ -187,6 +188,8 @@ class UserDatabases {
     };
 
     static Db db_of(RequestType type);
+    // The hash entries the database's files give its map (its bucket count).
+    size_t expected_entries(Db db) const;
     // `forced`: that database's file is read and planned again whatever its stat says.
     void reload_now(std::optional<Db> forced);
     std::optional<std::string> read_file(const std::string& path, FileSeen& seen,

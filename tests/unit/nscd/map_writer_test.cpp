@@ -281,6 +281,57 @@ TEST(MapWriter, TheDropListenerHearsEveryRecordThatLeaves) {
     EXPECT_EQ(unknown, 0u);
 }
 
+// bench/RESULTS.md "User databases": every map had 32749 buckets (a 128 KiB array), so a
+// lookup among 318 services missed the level-1 cache where nscd's 211 buckets do not. A map
+// told what its database holds gets the smallest prime at or above it, 211 to 32749.
+TEST(MapWriter, TheBucketCountFollowsTheExpectedEntries) {
+    EXPECT_EQ(bucket_count_for(0, 32749), 211u);
+    EXPECT_EQ(bucket_count_for(636, 32749), 641u);       // 318 services, two keys each
+    EXPECT_EQ(bucket_count_for(20'000, 32749), 20011u);  // 10,000 users by name and uid
+    EXPECT_EQ(bucket_count_for(40'000, 32749), 32749u);
+    EXPECT_EQ(bucket_count_for(636, 7), 7u);  // never above the configured count
+
+    MapWriter hosts;  // not told: the configured count, as the hosts map keeps
+    ASSERT_FALSE(hosts.open(1000));
+    EXPECT_EQ(hosts.buckets(), 32749u);
+
+    MapWriter w(MapOptions{.data_size = 4u << 20, .min_rotation_interval_ms = 0});
+    w.set_expected_entries(636);
+    ASSERT_FALSE(w.open(1000));
+    EXPECT_EQ(w.buckets(), 641u);
+    for (int i = 0; i < 636; ++i) {
+        const std::string k = "svc-" + std::to_string(i) + "/tcp";
+        ASSERT_TRUE(w.publish(GETSERVBYNAME, bytes(k), bytes("S" + k), 600, 1000, 1000));
+    }
+    {
+        Reader r(*w.current());  // glibc's bucket choice: key_hash % the head's module
+        EXPECT_EQ(r.head()->module, 641);
+        for (int i = 0; i < 636; ++i) {
+            const std::string k = "svc-" + std::to_string(i) + "/tcp";
+            EXPECT_EQ(r.find(GETSERVBYNAME, k), "S" + k);
+        }
+    }
+    // A flush sizes the new map to what the files say now.
+    w.set_expected_entries(20'000);
+    w.flush(1001);
+    EXPECT_EQ(w.buckets(), 20011u);
+    // Records beyond the files (module answers) outgrow two a bucket: a larger array.
+    w.set_expected_entries(0);
+    w.flush(1002);
+    EXPECT_EQ(w.buckets(), 211u);
+    for (int i = 0; i < 2000; ++i) {
+        const std::string k = "user-" + std::to_string(i);
+        ASSERT_TRUE(w.publish(GETPWBYNAME, bytes(k), bytes("P" + k), 600, 2000 + i, 1002));
+    }
+    EXPECT_GE(w.buckets(), 1000u);
+    EXPECT_EQ(w.entries(), 2000u);
+    Reader r(*w.current());
+    for (int i = 0; i < 2000; ++i) {
+        const std::string k = "user-" + std::to_string(i);
+        EXPECT_EQ(r.find(GETPWBYNAME, k), "P" + k);
+    }
+}
+
 // A guard that acks only when the test says, and adds up how long it was asked to wait.
 struct FakeGuard final : FlagGuard {
     uint64_t generation = 0;
