@@ -30,6 +30,15 @@ constexpr uint64_t kLongPast = 1;
 // How long open() waits for the guard threads to point at the first map.
 constexpr int kGuardWaitMs = 100;
 
+// Every nscd reply header starts with int32 version, int32 found; 0 is "not found" (-1 the
+// declined reply, never published).
+bool is_not_found(std::span<const uint8_t> response) {
+    int32_t found = -1;
+    if (response.size() < 2 * sizeof found) return false;
+    std::memcpy(&found, response.data() + sizeof found, sizeof found);
+    return found == 0;
+}
+
 // Where the running guard points while no map should be touched.
 int32_t g_unguarded_flag = 0;
 
@@ -261,6 +270,15 @@ bool MapWriter::publish(RequestType type, std::span<const uint8_t> key,
             return true;
         }
     }
+    const bool negative = is_not_found(response);
+    if (negative && options_.max_negative != 0 && negatives_ >= options_.max_negative &&
+        (it == index_.end() || !it->second.negative)) {
+        ++refused_negatives_;
+        // A found record this answer contradicts must not stay behind, authoritative to every
+        // client until its TTL: without one the client asks the socket.
+        if (it != index_.end()) remove(type, key);
+        return false;
+    }
     std::vector<uint8_t> block(total, 0);
     DataHead dh{};
     dh.allocsize = static_cast<int32_t>(total);
@@ -293,11 +311,14 @@ bool MapWriter::publish(RequestType type, std::span<const uint8_t> key,
     }
     placed->expires_ms = expires_ms;
     placed->serial = next_serial_++;
+    placed->negative = negative;
+    negatives_ += negative ? 1 : 0;
     live_bytes_ += placed->bytes + sizeof(HashEntry);
     if (it != index_.end()) {
         unlink(*current_, it->second);  // after the new one is in place: never a gap
         due_.erase(Due{it->second.expires_ms, it->second.serial});
         live_bytes_ -= it->second.bytes + sizeof(HashEntry);
+        negatives_ -= it->second.negative ? 1 : 0;
         it->second = *placed;
     } else {
         it = index_.emplace(k, *placed).first;
@@ -323,6 +344,7 @@ uint64_t MapWriter::expire(uint64_t now_ms) {
         if (it != index_.end() && it->second.serial == d->first.second) {
             unlink(*current_, it->second);
             live_bytes_ -= it->second.bytes + sizeof(HashEntry);
+            negatives_ -= it->second.negative ? 1 : 0;
             index_.erase(it);
             if (dropped_) dropped_(d->second);
         }
@@ -338,6 +360,7 @@ void MapWriter::remove(RequestType type, std::span<const uint8_t> key) {
     unlink(*current_, it->second);
     due_.erase(Due{it->second.expires_ms, it->second.serial});
     live_bytes_ -= it->second.bytes + sizeof(HashEntry);
+    negatives_ -= it->second.negative ? 1 : 0;
     index_.erase(it);
     if (dropped_) dropped_(k);
 }
@@ -355,6 +378,7 @@ bool MapWriter::rotate(uint64_t now_s, bool keep_records, uint32_t data_size) {
     std::unordered_map<std::string, Entry> kept;
     bool full = false;
     size_t kept_bytes = 0;
+    size_t kept_negatives = 0;
     if (keep_records) {
         for (const auto& [k, e] : index_) {
             const auto type = static_cast<RequestType>(static_cast<uint8_t>(k[0]));
@@ -372,6 +396,8 @@ bool MapWriter::rotate(uint64_t now_s, bool keep_records, uint32_t data_size) {
             }
             placed->expires_ms = e.expires_ms;
             placed->serial = e.serial;
+            placed->negative = e.negative;
+            kept_negatives += e.negative ? 1 : 0;
             kept_bytes += placed->bytes + sizeof(HashEntry);
             kept.emplace(k, *placed);
         }
@@ -390,6 +416,7 @@ bool MapWriter::rotate(uint64_t now_s, bool keep_records, uint32_t data_size) {
     }
     index_ = std::move(kept);
     live_bytes_ = kept_bytes;
+    negatives_ = kept_negatives;
     if (!keep_records) due_.clear();
     ++rotations_;
     return true;

@@ -87,6 +87,11 @@ struct MapOptions {
     uint64_t min_rotation_interval_ms = 2000;
     // The guard of nscd_certainly_running; null: RunningGuard::instance().
     FlagGuard* guard = nullptr;
+    // At most this many not-found records (a reply whose `found` is 0) live at once; past it a
+    // not-found is not published (the socket still answers it). Any local user can invent
+    // names: unbounded, they fill the map and its index (review of issue 18, item 8). 0: no
+    // bound (hosts, whose negatives expire with the DNS's TTLs).
+    size_t max_negative = 0;
 };
 
 class MapWriter {
@@ -134,6 +139,10 @@ class MapWriter {
     uint64_t rotations() const { return rotations_; }
     // Publications refused because the map was full and rotated too recently.
     uint64_t deferred_rotations() const { return deferred_rotations_; }
+    // Not-found records live now (exact: counted wherever a record enters or leaves), and the
+    // not-found publications refused at max_negative.
+    size_t negatives() const { return negatives_; }
+    uint64_t refused_negatives() const { return refused_negatives_; }
     // Entries in the expiry queue.
     size_t pending_expiries() const { return due_.size(); }
     // When the record of (type, key) expires, or 0 when none is published.
@@ -156,7 +165,8 @@ class MapWriter {
         uint32_t bytes = 0;           // the record block
         uint32_t bucket = 0;
         uint64_t expires_ms = 0;
-        uint64_t serial = 0;  // which publication: a rotation keeps it, a replacement not
+        uint64_t serial = 0;    // which publication: a rotation keeps it, a replacement not
+        bool negative = false;  // a not-found reply (counted in negatives_)
     };
     // An expiry-queue position: (expires_ms, serial), unique per live record.
     using Due = std::pair<uint64_t, uint64_t>;
@@ -191,6 +201,8 @@ class MapWriter {
     uint64_t rotations_ = 0;
     uint64_t deferred_rotations_ = 0;
     std::optional<size_t> expected_;
+    size_t negatives_ = 0;
+    uint64_t refused_negatives_ = 0;
     std::optional<uint64_t> last_full_rotation_ms_;
     size_t live_bytes_ = 0;  // of the records in index_, with their hash entries
     std::unordered_map<std::string, Entry> index_;

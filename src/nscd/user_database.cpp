@@ -141,7 +141,9 @@ UserDatabases::UserDatabases(EventLoop& loop, OtherDatabases& pool, WorkerCounte
       watch_(loop, [this] { reload(); }) {
     static const char* const kNames[kDbs] = {"passwd", "group", "services"};
     for (size_t i = 0; i < kDbs; ++i) {
-        maps_[i] = std::make_unique<PublishedMap>(loop_, counters_, options_.map, i + 1, kNames[i]);
+        MapOptions map = options_.map;
+        map.max_negative = kMaxNegativeRecords;
+        maps_[i] = std::make_unique<PublishedMap>(loop_, counters_, map, i + 1, kNames[i]);
         maps_[i]->set_expired_listener([this] { set_levels(); });
     }
     state_[kPasswd].policy = options_.passwd;

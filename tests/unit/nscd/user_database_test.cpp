@@ -527,6 +527,35 @@ TEST(UserDatabases, EachMapsBucketCountFollowsItsFiles) {
     }
 }
 
+// Review of issue 18, item 8: any local user can ask for names nobody has; each was a record
+// for nscd-positive-ttl in the map and its writer's index. 10,000 of them leave the map at
+// its bound, every answer still right (the socket answers from the files index).
+TEST(UserDatabases, UnknownNamesKeepTheMapsNegativeRecordsAtTheBound) {
+    Harness t(kFilesOnly);
+    int wrong = 0;
+    for (int i = 0; i < 10'000; ++i) {
+        wrong += found_of(t.ask(GETPWBYNAME, "ghost-" + std::to_string(i))) != 0;
+    }
+    EXPECT_EQ(wrong, 0);
+    EXPECT_EQ(t.users().map_negatives(UserDatabases::kPasswd), UserDatabases::kMaxNegativeRecords);
+    EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), UserDatabases::kMaxNegativeRecords);
+    // Found entries are still published, and those past the bound still answered.
+    EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "alice")), 1);
+    EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd),
+              UserDatabases::kMaxNegativeRecords + 2);
+    EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "ghost-9999")), 0);
+    int fd = -1;
+    t.users().fd_reply(GETFDPW, "passwd", fd);
+    ASSERT_GE(fd, 0);
+    EXPECT_NE(map_lookup(fd, GETPWBYNAME, key_of("ghost-0")), "");
+    EXPECT_EQ(map_lookup(fd, GETPWBYNAME, key_of("ghost-9999")), "");
+    // A flush lets them all go: new ones are published again.
+    ASSERT_TRUE(t.users().invalidate("passwd"));
+    EXPECT_EQ(t.users().map_negatives(UserDatabases::kPasswd), 0u);
+    EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "ghost-9999")), 0);
+    EXPECT_EQ(t.users().map_negatives(UserDatabases::kPasswd), 1u);
+}
+
 TEST(UserDatabases, DeclineAndNetgroupSayNotServedHere) {
     Harness t(kFilesOnly, DbPolicy::decline);
     EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "alice")), -1);
