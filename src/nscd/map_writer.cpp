@@ -30,6 +30,15 @@ constexpr uint64_t kLongPast = 1;
 // How long open() waits for the guard threads to point at the first map.
 constexpr int kGuardWaitMs = 100;
 
+// Every nscd reply header starts with int32 version, int32 found; 0 is "not found" (-1 the
+// declined reply, never published).
+bool is_not_found(std::span<const uint8_t> response) {
+    int32_t found = -1;
+    if (response.size() < 2 * sizeof found) return false;
+    std::memcpy(&found, response.data() + sizeof found, sizeof found);
+    return found == 0;
+}
+
 // Where the running guard points while no map should be touched.
 int32_t g_unguarded_flag = 0;
 
@@ -101,6 +110,28 @@ void MapFile::retire() {
     store_release(head()->timestamp, uint64_t{0});
 }
 
+uint32_t bucket_count_for(size_t entries, uint32_t most) {
+    auto prime = [](uint32_t n) {
+        if (n < 2) return false;
+        for (uint32_t d = 2; d * d <= n; ++d) {
+            if (n % d == 0) return false;
+        }
+        return true;
+    };
+    if (most <= kMinBuckets) return most;
+    uint32_t n = static_cast<uint32_t>(std::clamp<size_t>(entries, kMinBuckets, most));
+    while (n < most && !prime(n)) ++n;
+    return n;
+}
+
+uint32_t MapWriter::module_for(size_t live) const {
+    if (!expected_) return options_.module;
+    // The files' keys not asked yet plus the records beyond the files live now (module
+    // answers, not-found records) are at most expected + live: counting the files' records
+    // twice costs at most twice the buckets, fewer would lengthen the chains.
+    return bucket_count_for(*expected_ + live, options_.module);
+}
+
 uint32_t MapWriter::size_for(size_t bytes) const {
     constexpr size_t kStep = 64 * 1024;
     const size_t most = options_.data_size;
@@ -108,10 +139,10 @@ uint32_t MapWriter::size_for(size_t bytes) const {
     return static_cast<uint32_t>(std::clamp(round_up(2 * bytes, kStep), least, most));
 }
 
-std::unique_ptr<MapFile> MapWriter::new_map(uint64_t now_s, uint32_t data_size,
+std::unique_ptr<MapFile> MapWriter::new_map(uint64_t now_s, uint32_t data_size, uint32_t module,
                                             std::string& error) {
     auto map = std::make_unique<MapFile>();
-    if (auto e = map->create(options_.module, data_size, nl_stamp_, now_s)) {
+    if (auto e = map->create(module, data_size, nl_stamp_, now_s)) {
         error = *e;
         return nullptr;
     }
@@ -147,7 +178,7 @@ void MapWriter::unguard() {
 
 std::optional<std::string> MapWriter::open(uint64_t now_s) {
     std::string error;
-    current_ = new_map(now_s, size_for(0), error);
+    current_ = new_map(now_s, size_for(0), module_for(0), error);
     if (!current_) return error;
     guard(*current_, true);  // at start, before any client
     return std::nullopt;
@@ -239,6 +270,15 @@ bool MapWriter::publish(RequestType type, std::span<const uint8_t> key,
             return true;
         }
     }
+    const bool negative = is_not_found(response);
+    if (negative && options_.max_negative != 0 && negatives_ >= options_.max_negative &&
+        (it == index_.end() || !it->second.negative)) {
+        ++refused_negatives_;
+        // A found record this answer contradicts must not stay behind, authoritative to every
+        // client until its TTL: without one the client asks the socket.
+        if (it != index_.end()) remove(type, key);
+        return false;
+    }
     std::vector<uint8_t> block(total, 0);
     DataHead dh{};
     dh.allocsize = static_cast<int32_t>(total);
@@ -271,16 +311,29 @@ bool MapWriter::publish(RequestType type, std::span<const uint8_t> key,
     }
     placed->expires_ms = expires_ms;
     placed->serial = next_serial_++;
+    placed->negative = negative;
+    negatives_ += negative ? 1 : 0;
     live_bytes_ += placed->bytes + sizeof(HashEntry);
     if (it != index_.end()) {
         unlink(*current_, it->second);  // after the new one is in place: never a gap
         due_.erase(Due{it->second.expires_ms, it->second.serial});
         live_bytes_ -= it->second.bytes + sizeof(HashEntry);
+        negatives_ -= it->second.negative ? 1 : 0;
         it->second = *placed;
     } else {
         it = index_.emplace(k, *placed).first;
     }
     due_.emplace(Due{placed->expires_ms, placed->serial}, std::move(k));
+    // Records beyond what the files said (a directory's users behind `files`): chains past two
+    // entries a bucket cost a lookup more probes, so a larger array is made, as a full map's
+    // rotation is (at most once per interval; each at least doubles the buckets).
+    const auto module = static_cast<uint32_t>(current_->head()->module);
+    if (expected_ && module < options_.module && index_.size() > 2 * size_t{module} &&
+        (!last_full_rotation_ms_ ||
+         now_ms >= *last_full_rotation_ms_ + options_.min_rotation_interval_ms)) {
+        last_full_rotation_ms_ = now_ms;
+        rotate(now_s, true, size_for(live_bytes_));
+    }
     return true;
 }
 
@@ -291,6 +344,7 @@ uint64_t MapWriter::expire(uint64_t now_ms) {
         if (it != index_.end() && it->second.serial == d->first.second) {
             unlink(*current_, it->second);
             live_bytes_ -= it->second.bytes + sizeof(HashEntry);
+            negatives_ -= it->second.negative ? 1 : 0;
             index_.erase(it);
             if (dropped_) dropped_(d->second);
         }
@@ -306,6 +360,7 @@ void MapWriter::remove(RequestType type, std::span<const uint8_t> key) {
     unlink(*current_, it->second);
     due_.erase(Due{it->second.expires_ms, it->second.serial});
     live_bytes_ -= it->second.bytes + sizeof(HashEntry);
+    negatives_ -= it->second.negative ? 1 : 0;
     index_.erase(it);
     if (dropped_) dropped_(k);
 }
@@ -317,11 +372,13 @@ uint64_t MapWriter::expiry_of(RequestType type, std::span<const uint8_t> key) co
 
 bool MapWriter::rotate(uint64_t now_s, bool keep_records, uint32_t data_size) {
     std::string error;
-    std::unique_ptr<MapFile> next = new_map(now_s, data_size, error);
+    std::unique_ptr<MapFile> next =
+        new_map(now_s, data_size, module_for(keep_records ? index_.size() : 0), error);
     if (!next) return false;
     std::unordered_map<std::string, Entry> kept;
     bool full = false;
     size_t kept_bytes = 0;
+    size_t kept_negatives = 0;
     if (keep_records) {
         for (const auto& [k, e] : index_) {
             const auto type = static_cast<RequestType>(static_cast<uint8_t>(k[0]));
@@ -339,6 +396,8 @@ bool MapWriter::rotate(uint64_t now_s, bool keep_records, uint32_t data_size) {
             }
             placed->expires_ms = e.expires_ms;
             placed->serial = e.serial;
+            placed->negative = e.negative;
+            kept_negatives += e.negative ? 1 : 0;
             kept_bytes += placed->bytes + sizeof(HashEntry);
             kept.emplace(k, *placed);
         }
@@ -357,6 +416,7 @@ bool MapWriter::rotate(uint64_t now_s, bool keep_records, uint32_t data_size) {
     }
     index_ = std::move(kept);
     live_bytes_ = kept_bytes;
+    negatives_ = kept_negatives;
     if (!keep_records) due_.clear();
     ++rotations_;
     return true;

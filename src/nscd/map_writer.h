@@ -64,8 +64,16 @@ class MapFile {
     uint32_t first_free_ = 0;
 };
 
+// The bucket count of a map expected to hold `entries` hash entries: the smallest prime at or
+// above max(kMinBuckets, entries), at most `most` (a prime). A chain of about one entry a bucket
+// keeps a lookup at one probe, and a small database's array stays in the level-1 cache (nscd's
+// default suggested-size, 211 buckets, is 844 bytes; 32749 are 128 KiB, which cost glibc's
+// client a cache miss a lookup on a database of 318 services: bench/RESULTS.md).
+constexpr uint32_t kMinBuckets = 211;
+uint32_t bucket_count_for(size_t entries, uint32_t most);
+
 struct MapOptions {
-    uint32_t module = 32749;  // buckets (a prime)
+    uint32_t module = 32749;  // buckets (a prime); with set_expected_entries, the most
     // The largest data area (nscd-map-size); the memfd is sparse, pages come as used. A new
     // map is sized to twice what it starts with, at least min_data_size (audit item 8: a
     // client that keeps a retired map's descriptor keeps its pages).
@@ -79,6 +87,11 @@ struct MapOptions {
     uint64_t min_rotation_interval_ms = 2000;
     // The guard of nscd_certainly_running; null: RunningGuard::instance().
     FlagGuard* guard = nullptr;
+    // At most this many not-found records (a reply whose `found` is 0) live at once; past it a
+    // not-found is not published (the socket still answers it). Any local user can invent
+    // names: unbounded, they fill the map and its index (review of issue 18, item 8). 0: no
+    // bound (hosts, whose negatives expire with the DNS's TTLs).
+    size_t max_negative = 0;
 };
 
 class MapWriter {
@@ -113,6 +126,12 @@ class MapWriter {
     // guard does not point there yet: call again soon. Never waits.
     bool settle();
     void set_netlink_stamp(uint32_t stamp);
+    // Sizes the bucket array of every map made from now on (open, flush, rotation) to
+    // `entries`, the hash entries its database's files give, plus the records live at a
+    // rotation; a map whose records outgrow two a bucket is rotated into a larger array.
+    // nullopt (the default, hosts): options.module buckets always.
+    void set_expected_entries(std::optional<size_t> entries) { expected_ = entries; }
+    uint32_t buckets() const { return current_ ? uint32_t(current_->head()->module) : 0; }
     // On stop: clients drop the map at once and use NSS.
     void shutdown();
 
@@ -120,6 +139,10 @@ class MapWriter {
     uint64_t rotations() const { return rotations_; }
     // Publications refused because the map was full and rotated too recently.
     uint64_t deferred_rotations() const { return deferred_rotations_; }
+    // Not-found records live now (exact: counted wherever a record enters or leaves), and the
+    // not-found publications refused at max_negative.
+    size_t negatives() const { return negatives_; }
+    uint64_t refused_negatives() const { return refused_negatives_; }
     // Entries in the expiry queue.
     size_t pending_expiries() const { return due_.size(); }
     // When the record of (type, key) expires, or 0 when none is published.
@@ -142,7 +165,8 @@ class MapWriter {
         uint32_t bytes = 0;           // the record block
         uint32_t bucket = 0;
         uint64_t expires_ms = 0;
-        uint64_t serial = 0;  // which publication: a rotation keeps it, a replacement not
+        uint64_t serial = 0;    // which publication: a rotation keeps it, a replacement not
+        bool negative = false;  // a not-found reply (counted in negatives_)
     };
     // An expiry-queue position: (expires_ms, serial), unique per live record.
     using Due = std::pair<uint64_t, uint64_t>;
@@ -153,9 +177,12 @@ class MapWriter {
     void unlink(MapFile& map, const Entry& entry);
     // A new map holding the live records; false if even that failed.
     bool rotate(uint64_t now_s, bool keep_records, uint32_t data_size);
-    std::unique_ptr<MapFile> new_map(uint64_t now_s, uint32_t data_size, std::string& error);
+    std::unique_ptr<MapFile> new_map(uint64_t now_s, uint32_t data_size, uint32_t module,
+                                     std::string& error);
     // The data area for a map that starts holding `bytes`.
     uint32_t size_for(size_t bytes) const;
+    // The bucket count of a new map that starts with `live` records.
+    uint32_t module_for(size_t live) const;
     // Has the running guard point at `map`'s flag; once it does, the map's timestamp is set
     // long past, so that only the flag keeps the map trusted. Waits for it only if `wait`.
     void guard(MapFile& map, bool wait);
@@ -173,6 +200,9 @@ class MapWriter {
     uint32_t nl_stamp_ = 1;
     uint64_t rotations_ = 0;
     uint64_t deferred_rotations_ = 0;
+    std::optional<size_t> expected_;
+    size_t negatives_ = 0;
+    uint64_t refused_negatives_ = 0;
     std::optional<uint64_t> last_full_rotation_ms_;
     size_t live_bytes_ = 0;  // of the records in index_, with their hash entries
     std::unordered_map<std::string, Entry> index_;

@@ -47,6 +47,7 @@ class PublishedMap {
     void heartbeat(uint64_t now_s);
     void shutdown();
     size_t entries() const { return writer_.entries(); }
+    size_t negatives() const { return writer_.negatives(); }
     uint64_t rotations() const { return writer_.rotations(); }
     // Bumped by every flush: an answer looked up before one must not be published after it.
     uint64_t generation() const { return generation_; }

@@ -141,7 +141,9 @@ UserDatabases::UserDatabases(EventLoop& loop, OtherDatabases& pool, WorkerCounte
       watch_(loop, [this] { reload(); }) {
     static const char* const kNames[kDbs] = {"passwd", "group", "services"};
     for (size_t i = 0; i < kDbs; ++i) {
-        maps_[i] = std::make_unique<PublishedMap>(loop_, counters_, options_.map, i + 1, kNames[i]);
+        MapOptions map = options_.map;
+        map.max_negative = kMaxNegativeRecords;
+        maps_[i] = std::make_unique<PublishedMap>(loop_, counters_, map, i + 1, kNames[i]);
         maps_[i]->set_expired_listener([this] { set_levels(); });
     }
     state_[kPasswd].policy = options_.passwd;
@@ -297,6 +299,7 @@ void UserDatabases::reload_now(std::optional<Db> forced) {
         } else {
             s.mode = mode_for(db, conf.line("services"), 0, s.readable, s.modules);
         }
+        maps_[i]->writer().set_expected_entries(expected_entries(db));
         maps_[i]->flush();
         // Jobs started under the old plan answer only their own waiters.
         for (auto j = joinable_.begin(); j != joinable_.end();) {
@@ -305,6 +308,23 @@ void UserDatabases::reload_now(std::optional<Db> forced) {
         }
     }
     set_levels();
+}
+
+// The hash entries a database's map holds once every entry of its file has been asked for, as
+// nscd publishes them (the map's bucket count follows it, map_writer.h): passwd and group by
+// name and by id (the extra key nscd adds), initgroups one a user, services about two (the
+// requested keys: with and without a protocol, by name or by port). Not-found records and
+// module answers come on top: a rotation counts what is live then.
+size_t UserDatabases::expected_entries(Db db) const {
+    const size_t users = passwd_ ? passwd_->size() : 0;
+    switch (db) {
+        case kPasswd:
+            return 2 * users;
+        case kGroup:
+            return 2 * (group_ ? group_->size() : 0) + users;
+        default:
+            return 2 * (services_ ? services_->size() : 0);
+    }
 }
 
 UserDatabases::Db UserDatabases::db_of(RequestType type) {

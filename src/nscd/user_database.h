@@ -14,7 +14,8 @@
 //    published, unavailable gets no reply; proxy: as the proxy policy;
 //  - cache: as auto, but a module's not-found is published too (negative TTL), and with a
 //    proxy plan the libc answers are published (positive / negative TTL).
-// Never a negative record for an id in systemd's dynamic range (61184-65519). A failure is
+// At most kMaxNegativeRecords not-found records per map live at once (the socket answers the
+// rest). Never a negative record for an id in systemd's dynamic range (61184-65519). A failure is
 // never an answer: no reply, nothing published.
 //
 // Jobs: identical requests in flight share one (coalescing), but one user's queue never
@@ -107,6 +108,11 @@ struct UserDbOptions {
 class UserDatabases {
   public:
     enum Db : size_t { kPasswd = 0, kGroup = 1, kServices = 2, kDbs = 3 };
+    // Not-found records a map holds at once (MapOptions::max_negative): any local user can ask
+    // for names nobody has, and each would be a record for nscd-positive-ttl (files) in a map
+    // and its writer's index. Past it a not-found is answered on the socket (from the files
+    // index in memory, cheap) but not published; records leave by expiry, flush or rotation.
+    static constexpr size_t kMaxNegativeRecords = 4096;
     // The client `connection`, or null when it has gone.
     using FindConnection = std::function<RequestConnection*(uint64_t)>;
 
@@ -137,6 +143,8 @@ class UserDatabases {
     // The plan in force (stats: the *_plan gauge's code) and the map's records (tests).
     int plan_code(Db db) const;
     size_t map_entries(Db db) const { return maps_[db]->entries(); }
+    size_t map_negatives(Db db) const { return maps_[db]->negatives(); }
+    uint32_t map_buckets(Db db) { return maps_[db]->writer().buckets(); }
     size_t jobs_in_flight() const { return jobs_.size(); }
     uint64_t files_read() const { return files_read_; }
 
@@ -187,6 +195,8 @@ class UserDatabases {
     };
 
     static Db db_of(RequestType type);
+    // The hash entries the database's files give its map (its bucket count).
+    size_t expected_entries(Db db) const;
     // `forced`: that database's file is read and planned again whatever its stat says.
     void reload_now(std::optional<Db> forced);
     std::optional<std::string> read_file(const std::string& path, FileSeen& seen,

@@ -281,6 +281,112 @@ TEST(MapWriter, TheDropListenerHearsEveryRecordThatLeaves) {
     EXPECT_EQ(unknown, 0u);
 }
 
+// bench/RESULTS.md "User databases": every map had 32749 buckets (a 128 KiB array), so a
+// lookup among 318 services missed the level-1 cache where nscd's 211 buckets do not. A map
+// told what its database holds gets the smallest prime at or above it, 211 to 32749.
+TEST(MapWriter, TheBucketCountFollowsTheExpectedEntries) {
+    EXPECT_EQ(bucket_count_for(0, 32749), 211u);
+    EXPECT_EQ(bucket_count_for(636, 32749), 641u);       // 318 services, two keys each
+    EXPECT_EQ(bucket_count_for(20'000, 32749), 20011u);  // 10,000 users by name and uid
+    EXPECT_EQ(bucket_count_for(40'000, 32749), 32749u);
+    EXPECT_EQ(bucket_count_for(636, 7), 7u);  // never above the configured count
+
+    MapWriter hosts;  // not told: the configured count, as the hosts map keeps
+    ASSERT_FALSE(hosts.open(1000));
+    EXPECT_EQ(hosts.buckets(), 32749u);
+
+    MapWriter w(MapOptions{.data_size = 4u << 20, .min_rotation_interval_ms = 0});
+    w.set_expected_entries(636);
+    ASSERT_FALSE(w.open(1000));
+    EXPECT_EQ(w.buckets(), 641u);
+    for (int i = 0; i < 636; ++i) {
+        const std::string k = "svc-" + std::to_string(i) + "/tcp";
+        ASSERT_TRUE(w.publish(GETSERVBYNAME, bytes(k), bytes("S" + k), 600, 1000, 1000));
+    }
+    {
+        Reader r(*w.current());  // glibc's bucket choice: key_hash % the head's module
+        EXPECT_EQ(r.head()->module, 641);
+        for (int i = 0; i < 636; ++i) {
+            const std::string k = "svc-" + std::to_string(i) + "/tcp";
+            EXPECT_EQ(r.find(GETSERVBYNAME, k), "S" + k);
+        }
+    }
+    // A flush sizes the new map to what the files say now.
+    w.set_expected_entries(20'000);
+    w.flush(1001);
+    EXPECT_EQ(w.buckets(), 20011u);
+    // Records beyond the files (module answers) outgrow two a bucket: a larger array.
+    w.set_expected_entries(0);
+    w.flush(1002);
+    EXPECT_EQ(w.buckets(), 211u);
+    for (int i = 0; i < 2000; ++i) {
+        const std::string k = "user-" + std::to_string(i);
+        ASSERT_TRUE(w.publish(GETPWBYNAME, bytes(k), bytes("P" + k), 600, 2000 + i, 1002));
+    }
+    EXPECT_GE(w.buckets(), 1000u);
+    EXPECT_EQ(w.entries(), 2000u);
+    Reader r(*w.current());
+    for (int i = 0; i < 2000; ++i) {
+        const std::string k = "user-" + std::to_string(i);
+        EXPECT_EQ(r.find(GETPWBYNAME, k), "P" + k);
+    }
+}
+
+// Review of issue 18, item 8: not-found records for names anyone can invent filled the user
+// databases' maps. At max_negative live at once, a not-found is refused; the count follows
+// every way a record leaves (expiry, removal, replacement, rotation, flush).
+TEST(MapWriter, NotFoundRecordsAreBoundedAndCountedExactly) {
+    MapWriter w(MapOptions{.module = 7,
+                           .data_size = 64 * 1024,
+                           .certainly_running = false,
+                           .min_rotation_interval_ms = 0,
+                           .max_negative = 3});
+    ASSERT_FALSE(w.open(1000));
+    const std::string found("\x02\0\0\0\x01\0\0\0found", 13);
+    const std::string missing("\x02\0\0\0\0\0\0\0", 8);
+    auto publish = [&](const std::string& k, const std::string& reply, uint32_t ttl = 600,
+                       uint64_t now_ms = 0) {
+        return w.publish(GETPWBYNAME, bytes(k), bytes(reply), ttl, now_ms, 1000);
+    };
+    EXPECT_TRUE(publish("a", missing, 1));
+    EXPECT_TRUE(publish("b", missing));
+    EXPECT_TRUE(publish("c", missing));
+    EXPECT_FALSE(publish("d", missing));  // at the bound
+    EXPECT_TRUE(publish("c", missing));   // the same again: no new record
+    EXPECT_TRUE(publish("e", found));     // found records are never bounded
+    EXPECT_EQ(w.negatives(), 3u);
+    EXPECT_EQ(w.refused_negatives(), 1u);
+    Reader r(*w.current());
+    EXPECT_EQ(r.find(GETPWBYNAME, "d"), "");
+    // A found record the bound keeps from turning not-found is retired, not left standing.
+    EXPECT_FALSE(publish("e", missing));
+    EXPECT_EQ(r.find(GETPWBYNAME, "e"), "");
+    w.expire(1000);  // "a" leaves
+    EXPECT_EQ(w.negatives(), 2u);
+    EXPECT_TRUE(publish("d", missing));
+    EXPECT_TRUE(publish("b", found));  // replaced by a found one
+    EXPECT_EQ(w.negatives(), 2u);
+    w.remove(GETPWBYNAME, bytes("c"));
+    EXPECT_EQ(w.negatives(), 1u);
+    // A rotation keeps the live records (a churned key filled the map) and their count...
+    for (int i = 0; i < 2000 && w.rotations() == 0; ++i) {
+        publish("churn", found + std::string(100, char('a' + i % 2)));
+    }
+    EXPECT_EQ(w.rotations(), 1u);
+    EXPECT_NE(w.expiry_of(GETPWBYNAME, bytes("d")), 0u);
+    EXPECT_EQ(w.negatives(), 1u);
+    // ...and one that starts from nothing (live records fill even a new map) drops it.
+    for (int i = 0; i < 2000; ++i) publish("x" + std::to_string(i), found + std::string(40, 'f'));
+    EXPECT_EQ(w.expiry_of(GETPWBYNAME, bytes("d")), 0u);
+    EXPECT_EQ(w.negatives(), 0u);
+    EXPECT_TRUE(publish("d", missing));
+    EXPECT_EQ(w.negatives(), 1u);
+    w.flush(1001);
+    EXPECT_EQ(w.negatives(), 0u);
+    EXPECT_TRUE(publish("f", missing));
+    EXPECT_EQ(w.negatives(), 1u);
+}
+
 // A guard that acks only when the test says, and adds up how long it was asked to wait.
 struct FakeGuard final : FlagGuard {
     uint64_t generation = 0;

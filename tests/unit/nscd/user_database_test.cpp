@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -448,6 +449,111 @@ TEST(UserDatabases, GetfdHandsOutEachDatabasesMapByName) {
               std::string("passwd\0", 7));
     EXPECT_TRUE(t.ask(GETFDPW, "group").empty());  // the name must match the request
     EXPECT_EQ(t.ask(GETFDSERV, "services").size(), 9u + 8u);
+}
+
+// The record of `key` (as sent, with its NUL) in the map `fd` hands out, found as glibc's
+// client finds it (nscd_helper.c __nscd_cache_search: key_hash % the head's module); "" if none.
+std::string map_lookup(int fd, RequestType type, const std::vector<uint8_t>& key) {
+    struct stat st {};
+    if (fstat(fd, &st) != 0) return "";
+    const auto size = static_cast<size_t>(st.st_size);
+    void* base = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) return "";
+    const auto* h = static_cast<const MapHead*>(base);
+    const auto* buckets = reinterpret_cast<const uint32_t*>(h + 1);
+    const uint8_t* data = static_cast<const uint8_t*>(base) + sizeof(MapHead) +
+                          round_up(size_t(h->module) * 4, kAlign);
+    std::string found;
+    for (uint32_t at = buckets[key_hash(key.data(), key.size()) % uint32_t(h->module)];
+         at != kEndRef;) {
+        const auto* he = reinterpret_cast<const HashEntry*>(data + at);
+        const auto* dh = reinterpret_cast<const DataHead*>(data + he->packet);
+        if (he->type == type && size_t(he->len) == key.size() &&
+            std::memcmp(data + he->key, key.data(), key.size()) == 0 && dh->usable) {
+            found.assign(reinterpret_cast<const char*>(dh + 1), size_t(dh->recsize));
+            break;
+        }
+        at = he->next;
+    }
+    munmap(base, size);
+    return found;
+}
+
+std::vector<uint8_t> key_of(const std::string& text) {
+    std::vector<uint8_t> key(text.begin(), text.end());
+    key.push_back(0);
+    return key;
+}
+
+// bench/RESULTS.md "User databases": every map had 32749 buckets, a 128 KiB array that costs
+// glibc's client a level-1 miss a lookup on a small database. Each map's bucket count now
+// follows its files: 318 services a few hundred buckets, 10,000 users 20,011.
+TEST(UserDatabases, EachMapsBucketCountFollowsItsFiles) {
+    std::string services;
+    for (int i = 0; i < 318; ++i)
+        services += "svc" + std::to_string(i) + " " + std::to_string(1000 + i) + "/tcp\n";
+    std::string passwd;
+    for (int i = 0; i < 10'000; ++i) {
+        passwd +=
+            "u" + std::to_string(i) + ":x:" + std::to_string(20'000 + i) + ":100::/:/bin/sh\n";
+    }
+    Harness t(kFilesOnly, DbPolicy::automatic, [&](UserDbOptions& o) {
+        o.map.module = 32749;
+        o.map.data_size = 8u << 20;
+        write_file(o.services_path, services);
+        write_file(o.passwd_path, passwd);
+    });
+    EXPECT_EQ(t.users().map_buckets(UserDatabases::kServices), bucket_count_for(636, 32749));
+    EXPECT_LT(t.users().map_buckets(UserDatabases::kServices), 1024u);
+    EXPECT_EQ(t.users().map_buckets(UserDatabases::kPasswd), 20011u);
+    EXPECT_EQ(t.users().map_buckets(UserDatabases::kGroup), bucket_count_for(10'006, 32749));
+    for (int i = 0; i < 318; i += 7) {
+        EXPECT_EQ(found_of(t.ask(GETSERVBYNAME, "svc" + std::to_string(i) + "/tcp")), 1);
+    }
+    for (int i = 0; i < 10'000; i += 499) {
+        EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "u" + std::to_string(i))), 1);
+    }
+    int fd = -1;
+    t.users().fd_reply(GETFDSERV, "services", fd);
+    ASSERT_GE(fd, 0);
+    for (int i = 0; i < 318; i += 7) {
+        EXPECT_NE(map_lookup(fd, GETSERVBYNAME, key_of("svc" + std::to_string(i) + "/tcp")), "");
+    }
+    t.users().fd_reply(GETFDPW, "passwd", fd);
+    ASSERT_GE(fd, 0);
+    for (int i = 0; i < 10'000; i += 499) {
+        EXPECT_NE(map_lookup(fd, GETPWBYNAME, key_of("u" + std::to_string(i))), "");
+        EXPECT_NE(map_lookup(fd, GETPWBYUID, key_of(std::to_string(20'000 + i))), "");
+    }
+}
+
+// Review of issue 18, item 8: any local user can ask for names nobody has; each was a record
+// for nscd-positive-ttl in the map and its writer's index. 10,000 of them leave the map at
+// its bound, every answer still right (the socket answers from the files index).
+TEST(UserDatabases, UnknownNamesKeepTheMapsNegativeRecordsAtTheBound) {
+    Harness t(kFilesOnly);
+    int wrong = 0;
+    for (int i = 0; i < 10'000; ++i) {
+        wrong += found_of(t.ask(GETPWBYNAME, "ghost-" + std::to_string(i))) != 0;
+    }
+    EXPECT_EQ(wrong, 0);
+    EXPECT_EQ(t.users().map_negatives(UserDatabases::kPasswd), UserDatabases::kMaxNegativeRecords);
+    EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd), UserDatabases::kMaxNegativeRecords);
+    // Found entries are still published, and those past the bound still answered.
+    EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "alice")), 1);
+    EXPECT_EQ(t.users().map_entries(UserDatabases::kPasswd),
+              UserDatabases::kMaxNegativeRecords + 2);
+    EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "ghost-9999")), 0);
+    int fd = -1;
+    t.users().fd_reply(GETFDPW, "passwd", fd);
+    ASSERT_GE(fd, 0);
+    EXPECT_NE(map_lookup(fd, GETPWBYNAME, key_of("ghost-0")), "");
+    EXPECT_EQ(map_lookup(fd, GETPWBYNAME, key_of("ghost-9999")), "");
+    // A flush lets them all go: new ones are published again.
+    ASSERT_TRUE(t.users().invalidate("passwd"));
+    EXPECT_EQ(t.users().map_negatives(UserDatabases::kPasswd), 0u);
+    EXPECT_EQ(found_of(t.ask(GETPWBYNAME, "ghost-9999")), 0);
+    EXPECT_EQ(t.users().map_negatives(UserDatabases::kPasswd), 1u);
 }
 
 TEST(UserDatabases, DeclineAndNetgroupSayNotServedHere) {
