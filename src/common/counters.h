@@ -112,6 +112,20 @@ namespace nscache {
       "same, cached")                                                                             \
     X(nscd_refresh_timers, "nscd prefetch timers pending now (at most one per record in the map)")
 
+// The nscd_<db>_plan gauges' codes (nscd::UserDatabases::plan_code) by name: the stats text
+// prints the name, JSON and Prometheus keep the code.
+inline constexpr const char* kNscdPlanNames[] = {"decline",
+                                                 "proxy",
+                                                 "files_only",
+                                                 "files_then_modules",
+                                                 "cached_proxy",
+                                                 "cache_files_only",
+                                                 "cache_files_then_modules"};
+inline const char* nscd_plan_name(uint64_t code) {
+    return code < sizeof kNscdPlanNames / sizeof kNscdPlanNames[0] ? kNscdPlanNames[code]
+                                                                   : "unknown";
+}
+
 // The shared tier's state, for stats (sharedcache::TierHealth).
 enum class SharedTierState : uint8_t { Off = 0, Up = 1, Degraded = 2, Down = 3 };
 

@@ -2,6 +2,7 @@
 #include "control/stats.h"
 
 #include <cstdio>
+#include <string_view>
 
 #include "control/stats_fields.h"
 
@@ -48,6 +49,13 @@ std::string json_escape(const std::string& s) {
         }
     }
     return out;
+}
+
+// A field's value in the text output: the nscd_<db>_plan gauges by name (their codes need a
+// table to read), every other one as its number.
+std::string text_value(std::string_view name, uint64_t value) {
+    const bool plan = name.starts_with("nscd_") && name.ends_with("_plan");
+    return plan ? nscd_plan_name(value) : std::to_string(value);
 }
 
 double mean_ms(const LatencySnapshot& l) {
@@ -131,7 +139,7 @@ std::string format_text(const StatsSnapshot& s) {
     auto line = [&](const std::string& name, const std::string& value) {
         out += name + " " + value + "\n";
     };
-#define NSCACHE_TEXT_FIELD(name, help) line(#name, std::to_string(s.name));
+#define NSCACHE_TEXT_FIELD(name, help) line(#name, text_value(#name, s.name));
     NSCACHE_WORKER_COUNTERS(NSCACHE_TEXT_FIELD)
     NSCACHE_WORKER_GAUGES(NSCACHE_TEXT_FIELD)
 #undef NSCACHE_TEXT_FIELD

@@ -105,9 +105,13 @@ Result<void> NscdServer::open() {
     if (auto bound = socket_.bind(); !bound) return bound;
     if (auto error = map_.open(wall_s())) return Error{*error};
     if (auto error = users_.open(wall_s())) return Error{*error};
-    log_info("nscd socket %s (passwd: %s, group: %s, services: %s)", options_.socket_path.c_str(),
-             db_policy_name(options_.users.passwd), db_policy_name(options_.users.group),
-             db_policy_name(options_.users.services));
+    // The policies; each database's plan (what auto made of nsswitch.conf) is logged when
+    // the front first reads the files ("nscd passwd: files then systemd").
+    log_info(
+        "nscd socket %s (policies: nscd-passwd = %s, nscd-group = %s, nscd-services = %s; "
+        "netgroup declined)",
+        options_.socket_path.c_str(), db_policy_name(options_.users.passwd),
+        db_policy_name(options_.users.group), db_policy_name(options_.users.services));
     return {};
 }
 

@@ -84,6 +84,16 @@ bool names_dynamic_id(RequestType type, const std::vector<uint8_t>& reply) {
     }
 }
 
+// Why a database's nsswitch.conf line can only be proxied (nsdb::plan_for's proxy), for the
+// log line of its plan: the first reason that applies.
+std::string proxy_reason(const nsdb::SwitchLine& line, size_t compat_lines) {
+    if (line.has_actions) return "its nsswitch.conf line has [actions]";
+    if (line.services.empty()) return "its nsswitch.conf line names no source";
+    if (line.services[0] == "compat" && compat_lines > 0)
+        return "compat with +/- lines in the file";
+    return "its nsswitch.conf line starts with " + line.services[0] + ", not files";
+}
+
 bool by_id(RequestType type) {
     return type == GETPWBYUID || type == GETGRBYGID;
 }
@@ -173,18 +183,35 @@ void UserDatabases::start() {
 }
 
 UserDatabases::Mode UserDatabases::mode_for(Db db, const nsdb::SwitchLine& line,
-                                            size_t compat_lines, bool readable,
-                                            std::shared_ptr<ModuleSource>& modules) const {
+                                            size_t compat_lines, const std::string& unreadable,
+                                            std::shared_ptr<ModuleSource>& modules,
+                                            std::string& text) const {
     const DbPolicy policy = state_[db].policy;
-    if (policy == DbPolicy::decline) return Mode::decline;
-    if (policy == DbPolicy::proxy) return Mode::proxy;
+    if (policy == DbPolicy::decline) {
+        text = "decline";
+        return Mode::decline;
+    }
+    if (policy == DbPolicy::proxy) {
+        text = "proxy (nscd-" + maps_[db]->name() + " = \"proxy\")";
+        return Mode::proxy;
+    }
     const nsdb::SourcePlan plan = nsdb::plan_for(line, compat_lines);
     // A file the daemon cannot read is one glibc's files module cannot either: its own calls
     // give the caller what they would without nscd.
-    if (!readable || plan.plan == nsdb::Plan::proxy) {
-        return policy == DbPolicy::cache ? Mode::cached_proxy : Mode::proxy;
+    if (!unreadable.empty() || plan.plan == nsdb::Plan::proxy) {
+        const std::string why =
+            !unreadable.empty() ? unreadable + " unreadable" : proxy_reason(line, compat_lines);
+        const bool cached = policy == DbPolicy::cache;
+        text = std::string(cached ? "cached proxy (" : "proxy (") + why + ")";
+        return cached ? Mode::cached_proxy : Mode::proxy;
     }
-    if (plan.plan == nsdb::Plan::files_only) return Mode::files_only;
+    if (plan.plan == nsdb::Plan::files_only) {
+        text = "files only";
+        return Mode::files_only;
+    }
+    text = "files";
+    for (const std::string& m : plan.modules) text += " then " + m;
+    if (policy == DbPolicy::cache) text += " (their not-found cached too)";
     modules = options_.sources(plan.modules);
     return Mode::files_then_modules;
 }
@@ -286,18 +313,33 @@ void UserDatabases::reload_now(std::optional<Db> forced) {
         s.modules.reset();
         s.initgroups_modules.reset();
         const auto db = static_cast<Db>(i);
+        const std::string unreadable = s.readable ? std::string() : *paths[i];
+        std::string plan;
         if (db == kPasswd) {
             s.mode = mode_for(db, conf.line("passwd"), passwd_ ? passwd_->compat_lines() : 0,
-                              s.readable, s.modules);
+                              unreadable, s.modules, plan);
         } else if (db == kGroup) {
             const size_t compat = group_ ? group_->compat_lines() : 0;
-            s.mode = mode_for(db, conf.line("group"), compat, s.readable, s.modules);
+            s.mode = mode_for(db, conf.line("group"), compat, unreadable, s.modules, plan);
             // initgroups also needs the passwd file (the user's files entry).
-            s.initgroups_mode = mode_for(db, conf.line("initgroups"), compat,
-                                         s.readable && passwd_.has_value(), s.initgroups_modules);
-            s.initgroups_merge = conf.line("initgroups").merge_groups;
+            const nsdb::SwitchLine initgroups = conf.line("initgroups");
+            std::string initgroups_plan;
+            s.initgroups_mode = mode_for(
+                db, initgroups, compat,
+                (!unreadable.empty() || passwd_.has_value()) ? unreadable : options_.passwd_path,
+                s.initgroups_modules, initgroups_plan);
+            s.initgroups_merge = initgroups.merge_groups;
+            if (s.initgroups_mode == Mode::files_then_modules && !s.initgroups_merge)
+                initgroups_plan += " (its own line: the first success ends it)";
+            if (initgroups_plan != plan) plan += "; initgroups: " + initgroups_plan;
         } else {
-            s.mode = mode_for(db, conf.line("services"), 0, s.readable, s.modules);
+            s.mode = mode_for(db, conf.line("services"), 0, unreadable, s.modules, plan);
+        }
+        // At start and when a replan changes it: the policy alone does not say how a
+        // database is served (auto may proxy it, for an action or an unreadable file).
+        if (plan != s.plan) {
+            log_info("nscd %s: %s", maps_[i]->name().c_str(), plan.c_str());
+            s.plan = std::move(plan);
         }
         maps_[i]->writer().set_expected_entries(expected_entries(db));
         maps_[i]->flush();

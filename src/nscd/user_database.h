@@ -142,6 +142,9 @@ class UserDatabases {
 
     // The plan in force (stats: the *_plan gauge's code) and the map's records (tests).
     int plan_code(Db db) const;
+    // The plan in words, as the log gives it: "files then systemd", "files only", "decline",
+    // "proxy (its nsswitch.conf line has [actions])".
+    const std::string& plan_text(Db db) const { return state_[db].plan; }
     size_t map_entries(Db db) const { return maps_[db]->entries(); }
     size_t map_negatives(Db db) const { return maps_[db]->negatives(); }
     uint32_t map_buckets(Db db) { return maps_[db]->writer().buckets(); }
@@ -189,6 +192,7 @@ class UserDatabases {
         bool initgroups_merge = true;        // group only: SwitchLine::merge_groups
         std::shared_ptr<ModuleSource> modules;
         std::shared_ptr<ModuleSource> initgroups_modules;
+        std::string plan;  // the plan in words, as last logged
         std::string text;  // the file as last read
         bool readable = false;
         FileSeen seen;
@@ -202,8 +206,11 @@ class UserDatabases {
     std::optional<std::string> read_file(const std::string& path, FileSeen& seen,
                                          std::string& error);
     bool may_have_changed(const std::string& path, FileSeen& seen) const;
-    Mode mode_for(Db db, const nsdb::SwitchLine& line, size_t compat_lines, bool readable,
-                  std::shared_ptr<ModuleSource>& modules) const;
+    // `unreadable`: the file that could not be read (proxy), empty when all could be; `text`:
+    // the plan in words, as logged ("files then systemd", "proxy (why)").
+    Mode mode_for(Db db, const nsdb::SwitchLine& line, size_t compat_lines,
+                  const std::string& unreadable, std::shared_ptr<ModuleSource>& modules,
+                  std::string& text) const;
     // Answers from the files; false when the key is not in them (a module job follows).
     bool answer_from_files(RequestConnection& connection, Db db, RequestType type,
                            const std::vector<uint8_t>& key, const std::string& text, bool final);

@@ -11,11 +11,12 @@
 #include <netdb.h>
 #include <pwd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <map>
-#include <mutex>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/mutex.h"
 
@@ -47,14 +48,29 @@ using SetGrEnt = int (*)();
 using GetGrEntR = int (*)(group*, char*, size_t, int*);
 using EndGrEnt = int (*)();
 
-// One loaded libnss_<service>.so.2, shared by every chain in the process: the module's own
+// A module that failed to load (not installed yet: an image build, a package installed after
+// the daemon started) is tried again when a chain is next built (a replan) and otherwise at
+// most this often: a dlopen that fails searches the folders again, too costly for every
+// lookup, and without a retry every name not in the files would be "not found" until a
+// restart.
+constexpr uint64_t kRetryMs = 60'000;
+
+// One libnss_<service>.so.2, shared by every chain in the process: the module's own
 // state (its getgrent position, its connections) is per process, so its enumeration lock
-// must be too. Loaded once, never unloaded (as glibc keeps its modules: one may have
-// started threads or registered handlers).
+// must be too. Once loaded, never unloaded (as glibc keeps its modules: one may have
+// started threads or registered handlers), and its function pointers never change again.
 struct Library {
     std::string name;
     std::string path;
-    std::once_flag loaded;
+    // Set (release) once the pointers below are written: from then on they are read
+    // without the lock.
+    std::atomic<bool> ready{false};
+    // A chain was built since the last failed attempt: try again at the next use.
+    std::atomic<bool> retry_due{false};
+    Mutex load_mu;
+    bool attempted NSCACHE_GUARDED_BY(load_mu) = false;
+    uint64_t last_attempt_ms NSCACHE_GUARDED_BY(load_mu) = 0;
+    uint64_t failures NSCACHE_GUARDED_BY(load_mu) = 0;
     void* handle = nullptr;
     GetPwNam getpwnam = nullptr;
     GetPwUid getpwuid = nullptr;
@@ -68,34 +84,47 @@ struct Library {
     EndGrEnt endgrent = nullptr;
     Mutex enumeration_mu;  // setgrent..endgrent is one stateful walk per module
 
-    void load() {
-        std::call_once(loaded, [this] {
-            handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-            if (handle == nullptr) {
-                const char* why = dlerror();
-                log_warning("nsdb: NSS module %s not loaded (%s): skipped", path.c_str(),
-                            why != nullptr ? why : "unknown error");
-                return;
+    // Whether the module is loaded, loading it if it is due (first use, a chain built
+    // since, or kRetryMs since the last attempt at `now_ms`).
+    bool installed(uint64_t now_ms) {
+        if (ready.load(std::memory_order_acquire)) return true;
+        MutexLock lock(load_mu);
+        if (ready.load(std::memory_order_relaxed)) return true;
+        const bool due = retry_due.exchange(false) || !attempted || now_ms < last_attempt_ms ||
+                         now_ms - last_attempt_ms >= kRetryMs;
+        if (!due) return false;
+        attempted = true;
+        last_attempt_ms = now_ms;
+        void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (h == nullptr) {
+            const char* why = dlerror();
+            // Logged once: a retry that fails again says nothing new.
+            if (failures++ == 0) {
+                log_warning(
+                    "nsdb: NSS module %s not loaded (%s): skipped, tried again on a "
+                    "replan or after a minute",
+                    path.c_str(), why != nullptr ? why : "unknown error");
             }
-            auto sym = [this](const char* fn) {
-                std::string symbol = "_nss_" + name + "_" + fn;
-                return dlsym(handle, symbol.c_str());
-            };
-            getpwnam = reinterpret_cast<GetPwNam>(sym("getpwnam_r"));
-            getpwuid = reinterpret_cast<GetPwUid>(sym("getpwuid_r"));
-            getgrnam = reinterpret_cast<GetGrNam>(sym("getgrnam_r"));
-            getgrgid = reinterpret_cast<GetGrGid>(sym("getgrgid_r"));
-            initgroups_dyn = reinterpret_cast<InitgroupsDyn>(sym("initgroups_dyn"));
-            getservbyname = reinterpret_cast<GetServByName>(sym("getservbyname_r"));
-            getservbyport = reinterpret_cast<GetServByPort>(sym("getservbyport_r"));
-            setgrent = reinterpret_cast<SetGrEnt>(sym("setgrent"));
-            getgrent_r = reinterpret_cast<GetGrEntR>(sym("getgrent_r"));
-            endgrent = reinterpret_cast<EndGrEnt>(sym("endgrent"));
-        });
-    }
-    bool installed() {
-        load();
-        return handle != nullptr;
+            return false;
+        }
+        handle = h;
+        auto sym = [this](const char* fn) {
+            std::string symbol = "_nss_" + name + "_" + fn;
+            return dlsym(handle, symbol.c_str());
+        };
+        getpwnam = reinterpret_cast<GetPwNam>(sym("getpwnam_r"));
+        getpwuid = reinterpret_cast<GetPwUid>(sym("getpwuid_r"));
+        getgrnam = reinterpret_cast<GetGrNam>(sym("getgrnam_r"));
+        getgrgid = reinterpret_cast<GetGrGid>(sym("getgrgid_r"));
+        initgroups_dyn = reinterpret_cast<InitgroupsDyn>(sym("initgroups_dyn"));
+        getservbyname = reinterpret_cast<GetServByName>(sym("getservbyname_r"));
+        getservbyport = reinterpret_cast<GetServByPort>(sym("getservbyport_r"));
+        setgrent = reinterpret_cast<SetGrEnt>(sym("setgrent"));
+        getgrent_r = reinterpret_cast<GetGrEntR>(sym("getgrent_r"));
+        endgrent = reinterpret_cast<EndGrEnt>(sym("endgrent"));
+        if (failures > 0) log_info("nsdb: NSS module %s loaded on a retry", path.c_str());
+        ready.store(true, std::memory_order_release);
+        return true;
     }
 };
 
@@ -167,11 +196,12 @@ int call_growing(Raw& raw, std::vector<char>& buffer, Call&& call) {
 // Each module in turn until one says SUCCESS. `fn_of` picks the function (null: the module
 // does not have it, which glibc reads as UNAVAIL); `lookup` calls it.
 template <typename Entry, typename Raw, typename FnOf, typename Lookup>
-Found<Entry> first_found(const std::vector<Library*>& libs, FnOf&& fn_of, Lookup&& lookup) {
+Found<Entry> first_found(const std::vector<Library*>& libs, uint64_t now_ms, FnOf&& fn_of,
+                         Lookup&& lookup) {
     Found<Entry> result;
     bool failed = false;
     for (Library* lib : libs) {
-        if (!lib->installed()) continue;
+        if (!lib->installed(now_ms)) continue;
         auto fn = fn_of(*lib);
         if (fn == nullptr) {
             failed = true;
@@ -259,9 +289,22 @@ ModuleChain::ModuleChain(std::vector<std::string> services)
     : ModuleChain(std::move(services), std::string()) {}
 
 ModuleChain::ModuleChain(std::vector<std::string> services, std::string module_folder)
-    : services_(std::move(services)) {
-    for (const std::string& s : services_)
-        modules_.push_back(std::make_unique<Module>(Module{&library_for(module_folder, s)}));
+    : ModuleChain(std::move(services), std::move(module_folder), system_clock()) {}
+
+ModuleChain::ModuleChain(std::vector<std::string> services, std::string module_folder,
+                         const Clock& clock)
+    : clock_(clock), services_(std::move(services)) {
+    for (const std::string& s : services_) {
+        Library& lib = library_for(module_folder, s);
+        // The dlopen itself waits for the first lookup, on a pool thread: a chain is built
+        // on the front's thread.
+        if (!lib.ready.load(std::memory_order_acquire)) lib.retry_due.store(true);
+        modules_.push_back(std::make_unique<Module>(Module{&lib}));
+    }
+}
+
+uint64_t ModuleChain::now_ms() const {
+    return milliseconds(clock_.now());
 }
 
 ModuleChain::~ModuleChain() = default;
@@ -270,7 +313,7 @@ PasswdResult ModuleChain::passwd_by_name(const std::string& name) {
     std::vector<Library*> libs;
     for (auto& m : modules_) libs.push_back(m->library);
     return first_found<PasswdEntry, passwd>(
-        libs, [](Library& l) { return l.getpwnam; },
+        libs, now_ms(), [](Library& l) { return l.getpwnam; },
         [&](GetPwNam fn, passwd* r, char* b, size_t n, int* e) {
             return fn(name.c_str(), r, b, n, e);
         });
@@ -280,7 +323,7 @@ PasswdResult ModuleChain::passwd_by_uid(uint32_t uid) {
     std::vector<Library*> libs;
     for (auto& m : modules_) libs.push_back(m->library);
     return first_found<PasswdEntry, passwd>(
-        libs, [](Library& l) { return l.getpwuid; },
+        libs, now_ms(), [](Library& l) { return l.getpwuid; },
         [&](GetPwUid fn, passwd* r, char* b, size_t n, int* e) { return fn(uid, r, b, n, e); });
 }
 
@@ -288,7 +331,7 @@ GroupResult ModuleChain::group_by_name(const std::string& name) {
     std::vector<Library*> libs;
     for (auto& m : modules_) libs.push_back(m->library);
     return first_found<GroupEntry, group>(
-        libs, [](Library& l) { return l.getgrnam; },
+        libs, now_ms(), [](Library& l) { return l.getgrnam; },
         [&](GetGrNam fn, group* r, char* b, size_t n, int* e) {
             return fn(name.c_str(), r, b, n, e);
         });
@@ -298,7 +341,7 @@ GroupResult ModuleChain::group_by_gid(uint32_t gid) {
     std::vector<Library*> libs;
     for (auto& m : modules_) libs.push_back(m->library);
     return first_found<GroupEntry, group>(
-        libs, [](Library& l) { return l.getgrgid; },
+        libs, now_ms(), [](Library& l) { return l.getgrgid; },
         [&](GetGrGid fn, group* r, char* b, size_t n, int* e) { return fn(gid, r, b, n, e); });
 }
 
@@ -307,7 +350,7 @@ ServiceResult ModuleChain::service_by_name(const std::string& name, const std::s
     for (auto& m : modules_) libs.push_back(m->library);
     const char* p = proto.empty() ? nullptr : proto.c_str();
     return first_found<ServiceEntry, servent>(
-        libs, [](Library& l) { return l.getservbyname; },
+        libs, now_ms(), [](Library& l) { return l.getservbyname; },
         [&](GetServByName fn, servent* r, char* b, size_t n, int* e) {
             return fn(name.c_str(), p, r, b, n, e);
         });
@@ -318,7 +361,7 @@ ServiceResult ModuleChain::service_by_port(int32_t port, const std::string& prot
     for (auto& m : modules_) libs.push_back(m->library);
     const char* p = proto.empty() ? nullptr : proto.c_str();
     return first_found<ServiceEntry, servent>(
-        libs, [](Library& l) { return l.getservbyport; },
+        libs, now_ms(), [](Library& l) { return l.getservbyport; },
         [&](GetServByPort fn, servent* r, char* b, size_t n, int* e) {
             return fn(port, p, r, b, n, e);
         });
@@ -333,9 +376,10 @@ GroupListResult ModuleChain::groups_of(const std::string& user, uint32_t primary
     GroupListResult result;
     bool failed = false;
     bool any_success = false;
+    const uint64_t now = now_ms();
     for (auto& m : modules_) {
         Library& lib = *m->library;
-        if (!lib.installed()) continue;
+        if (!lib.installed(now)) continue;
         int status = lib.initgroups_dyn != nullptr
                          ? call_initgroups(lib, user, primary_gid, result.entry)
                          : enumerate_groups(lib, user, primary_gid, result.entry);

@@ -9,10 +9,12 @@
 // said NOTFOUND; `unavailable` when none found it and one said TRYAGAIN or UNAVAIL (or failed
 // in another way: a buffer past 1 MiB, a missing function). A module that is not installed
 // (dlopen fails) is skipped, as a source that is not there is not one that is down; it is
-// logged once. ERANGE grows the buffer (to 1 MiB).
+// logged once, and loaded when a chain is next built (every replan) or, failing that, at the
+// first lookup a minute after the last attempt. ERANGE grows the buffer (to 1 MiB).
 //
-// Thread-safe: the pool threads call it at once; modules are loaded once, at first use, and
-// kept. Calls may block for as long as a module does: never on a thread that answers clients.
+// Thread-safe: the pool threads call it at once; modules are loaded at first use (shared by
+// every chain of the process) and, once loaded, kept. Calls may block for as long as a module does:
+// never on a thread that answers clients.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "nsdb/entries.h"
 
 namespace nscache::nsdb {
@@ -30,6 +33,9 @@ class ModuleChain {
     // Loads the modules from `module_folder` (an absolute path) instead of the dynamic
     // linker's search path: for tests, whose module is in the build tree. Empty: the default.
     ModuleChain(std::vector<std::string> services, std::string module_folder);
+    // As above, with `clock` (read from the pool's threads) timing the retries of a module
+    // that failed to load: tests pass a FakeClock.
+    ModuleChain(std::vector<std::string> services, std::string module_folder, const Clock& clock);
     ~ModuleChain();
     ModuleChain(const ModuleChain&) = delete;
     ModuleChain& operator=(const ModuleChain&) = delete;
@@ -55,6 +61,8 @@ class ModuleChain {
 
   private:
     struct Module;
+    uint64_t now_ms() const;
+    const Clock& clock_;
     std::vector<std::string> services_;
     std::vector<std::unique_ptr<Module>> modules_;
 };

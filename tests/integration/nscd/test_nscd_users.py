@@ -298,6 +298,25 @@ def test_nsswitch_change_is_seen(users, users_daemon):
     assert _seen(lambda: users.out("pwnam", "modonly").startswith("passwd modonly:x:5001:5001:"))
 
 
+def test_the_log_and_stats_name_each_databases_plan(users, users_daemon):
+    """Review item 14: the policy alone does not say how a database is served (auto may proxy
+    it): the log gives the plan at start and on a replan that changes it, and the stats text
+    names it."""
+    users.need_module()
+    users.reset(passwd="files nscachetest", group="files")
+    d = users_daemon()
+    log = d.stderr_text
+    logged = lambda line: any(l.endswith(line) for l in log().splitlines())  # noqa: E731
+    assert _seen(lambda: logged("nscd passwd: files then nscachetest")), log()
+    assert logged("nscd group: files only") and logged("nscd services: files only"), log()
+    text = d.cli("stats", "--control", d.control).stdout.splitlines()
+    assert "nscd_passwd_plan files_then_modules" in text and "nscd_group_plan files_only" in text, text
+    assert dict(_flat(d.stats()))["nscd_passwd_plan"] == 3  # JSON keeps the code
+    write_file(users.etc / "nsswitch.conf", nsswitch("files [NOTFOUND=return] nscachetest", "files"))
+    assert _seen(lambda: logged("nscd passwd: proxy (its nsswitch.conf line has [actions])")), log()
+    assert log().count("nscd group: ") == 1, log()  # unchanged: not logged again
+
+
 @pytest.mark.parametrize("mode", ["decline", "proxy", "cache"])
 def test_policies_answer_as_nss(users, users_daemon, mode):
     sources = "files nscachetest" if users.module_dir else "files"

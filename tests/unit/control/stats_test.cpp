@@ -156,6 +156,20 @@ TEST_F(StatsFixture, GaugesAreLevelsInEveryFormat) {
     EXPECT_NE(format_text(s).find("nscd_map_records 9\n"), std::string::npos);
 }
 
+// The text names each nscd database's plan; JSON and Prometheus keep its code.
+TEST_F(StatsFixture, TextNamesTheNscdPlans) {
+    set_level(workers[0].nscd_passwd_plan, 3);
+    set_level(workers[0].nscd_group_plan, 1);
+    const StatsSnapshot s = collect_stats(sources(), 0);
+    const std::string text = format_text(s);
+    EXPECT_NE(text.find("nscd_passwd_plan files_then_modules\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("nscd_group_plan proxy\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("nscd_services_plan decline\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("nscd_passwd_map_records 0\n"), std::string::npos) << text;
+    EXPECT_NE(format_json(s).find("\"nscd_passwd_plan\": 3"), std::string::npos);
+    EXPECT_NE(format_prometheus(s).find("nscache_nscd_passwd_plan 3\n"), std::string::npos);
+}
+
 TEST_F(StatsFixture, PrometheusHistogramIsCumulativeBySource) {
     fill();
     const auto m = samples(format_prometheus(collect_stats(sources(), 0)));

@@ -425,6 +425,59 @@ TEST(UserDatabases, AChangedNsswitchConfReplans) {
     EXPECT_EQ(t.users().plan_code(UserDatabases::kGroup), 3);
 }
 
+// The log says how each database is served (the policy alone does not: auto may proxy), at
+// start and again for each database whose plan a replan changes.
+TEST(UserDatabases, TheLogGivesThePlanAtStartAndWhenAReplanChangesIt) {
+    ::testing::internal::CaptureStderr();
+    auto t = std::make_unique<Harness>(
+        "passwd: files fake\ngroup: files [NOTFOUND=return] fake\nservices: files\n");
+    const std::string start = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(start.find("nscd passwd: files then fake\n"), std::string::npos) << start;
+    EXPECT_NE(start.find("nscd group: proxy (its nsswitch.conf line has [actions])\n"),
+              std::string::npos)
+        << start;
+    EXPECT_NE(start.find("nscd services: files only\n"), std::string::npos) << start;
+    EXPECT_EQ(t->users().plan_text(UserDatabases::kPasswd), "files then fake");
+
+    ::testing::internal::CaptureStderr();
+    write_file(t->path("nsswitch.conf"),
+               "passwd: files fake\ngroup: files\ninitgroups: files fake\nservices: files\n");
+    t->users().reload();
+    const std::string replan = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(replan.find("nscd group: files only; initgroups: files then fake (its own line: "
+                          "the first success ends it)\n"),
+              std::string::npos)
+        << replan;
+    EXPECT_EQ(replan.find("nscd passwd:"), std::string::npos) << replan;  // unchanged
+    EXPECT_EQ(replan.find("nscd services:"), std::string::npos) << replan;
+}
+
+TEST(UserDatabases, TheLogSaysWhyADatabaseIsProxiedOrDeclined) {
+    {
+        Harness t("passwd: ldap files\ngroup: files\nservices: files\n");
+        EXPECT_EQ(t.users().plan_text(UserDatabases::kPasswd),
+                  "proxy (its nsswitch.conf line starts with ldap, not files)");
+    }
+    {
+        Harness t(kHybrid, DbPolicy::decline);
+        EXPECT_EQ(t.users().plan_text(UserDatabases::kGroup), "decline");
+    }
+    {
+        Harness t(kHybrid, DbPolicy::proxy);
+        EXPECT_EQ(t.users().plan_text(UserDatabases::kServices),
+                  "proxy (nscd-services = \"proxy\")");
+    }
+    {
+        Harness t(kFilesOnly, DbPolicy::automatic,
+                  [](UserDbOptions& o) { o.max_file_bytes = std::strlen(kPasswd) - 1; });
+        EXPECT_EQ(t.users().plan_text(UserDatabases::kPasswd),
+                  "proxy (" + t.path("passwd") + " unreadable)");
+        // initgroups needs the passwd file too.
+        EXPECT_EQ(t.users().plan_text(UserDatabases::kGroup),
+                  "files only; initgroups: proxy (" + t.path("passwd") + " unreadable)");
+    }
+}
+
 TEST(UserDatabases, AReplanStopsNewcomersJoiningOldJobs) {
     Harness t(kHybrid);
     t.source->open = false;

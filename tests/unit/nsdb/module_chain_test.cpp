@@ -8,8 +8,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
+
+#include "fake_clock.h"
 
 namespace nscache::nsdb {
 namespace {
@@ -161,6 +164,54 @@ TEST_F(ModuleChainTest, CountsCallsInTheCountFile) {
     std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     EXPECT_EQ(all, "getpwnam_r alice\ngetpwuid_r 5000\n");
     unlink(counts.c_str());
+}
+
+// A module folder of its own, where the test module appears only when `install` is called
+// (as a package installed after the daemon started).
+class LateModule {
+  public:
+    LateModule() {
+        folder_ = ::testing::TempDir() + "nscachetest-late." + std::to_string(getpid()) + "." +
+                  std::to_string(next_++);
+        std::filesystem::create_directories(folder_);
+    }
+    ~LateModule() { std::filesystem::remove_all(folder_); }
+    const std::string& folder() const { return folder_; }
+    void install() {
+        std::filesystem::create_symlink(
+            std::string(NSCACHE_TEST_NSS_DIR) + "/libnss_nscachetest.so.2",
+            folder_ + "/libnss_nscachetest.so.2");
+    }
+
+  private:
+    static inline int next_ = 0;
+    std::string folder_;
+};
+
+TEST_F(ModuleChainTest, ANewChainRetriesAModuleThatFailedToLoad) {
+    write("user alice 5000 5000\n");
+    LateModule late;
+    ModuleChain before(std::vector<std::string>{"nscachetest"}, late.folder());
+    EXPECT_EQ(before.passwd_by_name("alice").status, Status::not_found);  // skipped
+    late.install();
+    // A replan (nsswitch.conf changed, INVALIDATE) builds a new chain: it loads it at once.
+    ModuleChain after(std::vector<std::string>{"nscachetest"}, late.folder());
+    EXPECT_EQ(after.passwd_by_name("alice").status, Status::found);
+    EXPECT_EQ(before.passwd_by_name("alice").status, Status::found);  // the library is shared
+}
+
+TEST_F(ModuleChainTest, AModuleThatFailedToLoadIsRetriedOnceAMinute) {
+    write("user alice 5000 5000\n");
+    LateModule late;
+    testing::FakeClock clock;
+    ModuleChain c(std::vector<std::string>{"nscachetest"}, late.folder(), clock);
+    EXPECT_EQ(c.passwd_by_name("alice").status, Status::not_found);
+    late.install();
+    clock.advance_ms(59'000);
+    EXPECT_EQ(c.passwd_by_name("alice").status, Status::not_found);  // not yet: no dlopen
+    clock.advance_ms(1'000);
+    EXPECT_EQ(c.passwd_by_name("alice").status, Status::found);
+    EXPECT_EQ(c.groups_of("alice", 5000).status, Status::not_found);  // loaded for good
 }
 
 }  // namespace
