@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "cli/daemon.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "common/log.h"
 #include "daemon/daemon.h"
+#include "nscd/other_databases.h"
 
 namespace nscache {
 namespace {
@@ -12,9 +16,7 @@ int failed(const Result<void>& step, int exit_code) {
     return exit_code;
 }
 
-}  // namespace
-
-int run_daemon(const ConfigSource& source, const Config& config, bool takeover) {
+int run_steps(const ConfigSource& source, const Config& config, bool takeover) {
     daemon::block_daemon_signals();
     daemon::Daemon d(source, config);
     if (auto r = d.take_inherited_sockets(); !r) return failed(r, 2);
@@ -37,6 +39,21 @@ int run_daemon(const ConfigSource& source, const Config& config, bool takeover) 
     d.stop_threads();
     d.save_cache_file();
     return 0;
+}
+
+}  // namespace
+
+int run_daemon(const ConfigSource& source, const Config& config, bool takeover) {
+    const int code = run_steps(source, config, takeover);
+    // A lookup left inside an NSS module at shutdown (an LDAP server away) still runs on its
+    // thread: exit() would run the modules' destructors and atexit handlers (libldap's,
+    // OpenSSL's) under it, and the daemon would crash on its way out. Everything is saved and
+    // closed by now, so nothing is lost by skipping them.
+    if (nscd::OtherDatabases::threads_left_behind() > 0) {
+        std::fflush(nullptr);
+        std::_Exit(code);
+    }
+    return code;
 }
 
 }  // namespace nscache

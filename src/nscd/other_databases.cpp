@@ -6,6 +6,7 @@
 #include <pwd.h>
 #include <sys/types.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -17,6 +18,8 @@
 
 namespace nscache::nscd {
 namespace {
+
+std::atomic<size_t> left_behind{0};  // OtherDatabases::threads_left_behind()
 
 // Lookups waiting for a pool thread, in all and per user; past these a client gets no reply
 // and asks NSS itself. A user's share is well below the total (as its connections are: an
@@ -197,6 +200,10 @@ void OtherDatabases::start() {
 }
 
 // The condition variable needs a std::unique_lock, which the annotations cannot follow.
+size_t OtherDatabases::threads_left_behind() {
+    return left_behind.load(std::memory_order_relaxed);
+}
+
 size_t OtherDatabases::stop(uint64_t wait_ms) NSCACHE_NO_THREAD_SAFETY_ANALYSIS {
     if (threads_.empty()) return 0;
     Shared& s = *shared_;
@@ -226,6 +233,7 @@ size_t OtherDatabases::stop(uint64_t wait_ms) NSCACHE_NO_THREAD_SAFETY_ANALYSIS 
         } else {
             threads_[i].detach();  // in an NSS module: it ends on `shared_` alone
             ++left;
+            left_behind.fetch_add(1, std::memory_order_relaxed);
         }
     }
     threads_.clear();

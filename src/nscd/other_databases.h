@@ -59,6 +59,10 @@ class OtherDatabases {
     // and the threads that end within `wait_ms` are joined; returns how many were left
     // running (stuck in a lookup: their answers are dropped when they end).
     size_t stop(uint64_t wait_ms = kStopWaitMs);
+    // Pool threads this process has left behind in an NSS module, of every pool (any thread):
+    // while one runs, the process must end with _exit, not exit(), whose atexit handlers and
+    // library destructors would tear down what that module is still using.
+    static size_t threads_left_behind();
     // Queues a lookup for the client `connection` of `user`, worth running until
     // `deadline_ms` (now_ms's clock: the client gives up then); false when it cannot queue.
     bool submit(uint64_t connection, uid_t user, RequestType type, std::vector<uint8_t> key,

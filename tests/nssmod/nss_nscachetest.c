@@ -16,6 +16,9 @@
 //   tryagain-all | unavail-all            every lookup (and enumeration) does
 //   count-file PATH                       each call appends "FUNCTION KEY\n" to PATH, so a test
 //                                         counts the NSS calls made (e.g. to see coalescing)
+//   unload-file PATH                      if the module is unloaded (exit()'s destructors) while
+//                                         a call sleeps in it, PATH is written: a real module
+//                                         (libldap, OpenSSL) would then run on freed state
 //
 // A missing configuration file is an empty one (every lookup NOTFOUND). A short buffer is
 // NSS_STATUS_TRYAGAIN with *errnop = ERANGE, as glibc's callers expect. Thread-safe: every
@@ -60,6 +63,23 @@ static void split(char* line, struct fields* f) {
         f->v[f->n++] = t;
 }
 
+// The last unload-file named, and the calls sleeping in the module now.
+static pthread_mutex_t unload_mu = PTHREAD_MUTEX_INITIALIZER;
+static char unload_path[4096];
+static int sleeping;
+
+__attribute__((destructor)) static void on_unload(void) {
+    pthread_mutex_lock(&unload_mu);
+    if (sleeping > 0 && unload_path[0] != '\0') {
+        FILE* f = fopen(unload_path, "we");
+        if (f) {
+            fprintf(f, "unloaded with %d calls in the module\n", sleeping);
+            fclose(f);
+        }
+    }
+    pthread_mutex_unlock(&unload_mu);
+}
+
 static FILE* open_conf(void) {
     const char* path = getenv("NSCACHETEST_CONF");
     return fopen(path && *path ? path : "/etc/nscachetest.conf", "re");
@@ -90,6 +110,10 @@ static enum nss_status prologue(const char* func, const char* key, int* errnop) 
         } else if (strcmp(d, "unavail-all") == 0 ||
                    (strcmp(d, "unavail") == 0 && fl.n >= 2 && strcmp(fl.v[1], key) == 0)) {
             if (status == NSS_STATUS_SUCCESS) status = NSS_STATUS_UNAVAIL;
+        } else if (strcmp(d, "unload-file") == 0 && fl.n >= 2) {
+            pthread_mutex_lock(&unload_mu);
+            snprintf(unload_path, sizeof unload_path, "%s", fl.v[1]);
+            pthread_mutex_unlock(&unload_mu);
         } else if (strcmp(d, "count-file") == 0 && fl.n >= 2) {
             FILE* c = fopen(fl.v[1], "ae");
             if (c) {
@@ -101,9 +125,15 @@ static enum nss_status prologue(const char* func, const char* key, int* errnop) 
     free(line);
     fclose(f);
     if (delay_ms > 0) {
+        pthread_mutex_lock(&unload_mu);
+        ++sleeping;
+        pthread_mutex_unlock(&unload_mu);
         struct timespec ts = {delay_ms / 1000, (delay_ms % 1000) * 1000000L};
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
         }
+        pthread_mutex_lock(&unload_mu);
+        --sleeping;
+        pthread_mutex_unlock(&unload_mu);
     }
     if (status == NSS_STATUS_TRYAGAIN) *errnop = EAGAIN;
     if (status == NSS_STATUS_UNAVAIL) *errnop = ENOENT;
