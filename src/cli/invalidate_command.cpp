@@ -156,10 +156,14 @@ int invalidate_command(const Args& args) {
         if (!config_path.empty()) {
             Config config;
             if (auto error = load_config_file(config_path, config)) {
+                // The installed file half-edited must not stop a flush of the daemon that
+                // runs with the file as it was: only a --config asked for is binding.
                 std::fprintf(stderr, "nscache invalidate: %s\n", error->message.c_str());
-                return kExitUsage;
+                if (config_given) return kExitUsage;
+                std::fprintf(stderr, "nscache invalidate: using %s\n", kDefaultNscdSocket);
+            } else {
+                socket_path = config.nscd_socket;
             }
-            socket_path = config.nscd_socket;
         }
         if (socket_path.empty()) socket_path = kDefaultNscdSocket;
     }

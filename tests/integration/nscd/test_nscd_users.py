@@ -624,6 +624,21 @@ def test_nscache_invalidate_is_nscd_i(users, users_daemon, tmp_path):
     for db in ("group", "services", "hosts"):
         r = cli("--nscd-socket", SOCKET, db)
         assert r.returncode == 0, r
+    # The installed config half-edited (it does not parse): said, and the default socket used,
+    # since the daemon runs with the file as it was. A --config asked for is binding.
+    installed = users.etc / "nscache" / "nscache.toml"
+    installed.parent.mkdir(exist_ok=True)
+    installed.write_text("nscd-socket = \n")
+    try:
+        r = cli("passwd")
+        assert r.returncode == 0 and r.stdout.strip() == "passwd invalidated", r
+        assert "using /var/run/nscd/socket" in r.stderr, r
+        broken = tmp_path / "broken.toml"
+        broken.write_text("nscd-socket = \n")
+        r = cli("--config", str(broken), "passwd")
+        assert r.returncode == 2, r
+    finally:
+        installed.unlink()
     # No daemon there, or no such database: clear errors.
     r = cli("--nscd-socket", str(tmp_path / "nosuch.sock"), "passwd")
     assert r.returncode == 1 and "no daemon listens on" in r.stderr, r
