@@ -8,12 +8,16 @@ packages=(
   # build
   make cmake ninja-build g++ pkg-config libtomlplusplus-dev libssl-dev
   make cmake ninja-build g++ pkg-config libtomlplusplus-dev libhiredis-dev
+  # DNS over HTTPS, served and forwarded: HTTP/2
+  libnghttp2-dev
   # unit tests and micro-benchmarks
   googletest libgtest-dev libbenchmark-dev
   # integration tests: a real upstream, real clients, the fake upstream's language
   nsd bind9-dnsutils knot-dnsutils python3 python3-pytest python3-pytest-xdist python3-dnspython
   # DNS over TLS tests: a real DoT server, and the test CA's tool
   unbound openssl
+  # DNS over HTTPS tests: clients (curl --http2), and HTTP/2 frames crafted for the abuse tests
+  curl python3-h2
   # the nscd front's tests: trace a warm getaddrinfo, give the test namespace an IPv6 address
   strace iproute2
   # the user-database tests: a static musl client (musl asks nscd's socket for passwd/group)

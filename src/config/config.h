@@ -82,7 +82,15 @@ struct SharedCacheConfig {
 };
 
 struct Config {
-    std::vector<SocketAddress> listen;       // empty: 127.0.0.1:53 and [::1]:53
+    std::vector<SocketAddress> listen;  // empty: 127.0.0.1:53 and [::1]:53
+    // DNS over TLS (RFC 7858; default port 853) and DNS over HTTPS (RFC 8484; default port
+    // 443) listeners: none by default. Either needs tls_certificate and tls_private_key (PEM;
+    // the certificate file may hold the chain), re-read on reload.
+    std::vector<SocketAddress> listen_tls;
+    std::vector<SocketAddress> listen_https;
+    std::string tls_certificate;
+    std::string tls_private_key;
+    std::string https_path = "/dns-query";   // the DoH URI path; any other path is 404
     std::vector<UpstreamAddress> upstreams;  // empty: from resolv-file, else /etc/resolv.conf
     std::vector<ForwardZone> forwards;       // [[forward]] tables, in file order
     // Where upstreams come from when none is given (dnsmasq's resolv-file): empty means

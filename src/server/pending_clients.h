@@ -18,13 +18,16 @@
 
 namespace nscache::server {
 
-enum class Transport : uint8_t { Udp, Tcp };
+// Tls: DNS over TLS (RFC 7858), a TcpConnection with TLS; Https: DNS over HTTPS (RFC 8484),
+// one HTTP/2 stream of an HttpsConnection. Both answer as TCP does (65535-byte answers).
+enum class Transport : uint8_t { Udp, Tcp, Tls, Https };
 
 struct PendingClient {
     Transport transport = Transport::Udp;
-    uint16_t udp_socket = 0;  // index of the worker's UDP socket the query came in on
-    uint64_t tcp_connection = 0;
-    sockaddr_in6 peer{};  // large enough for IPv4 and IPv6
+    uint16_t udp_socket = 0;      // index of the worker's UDP socket the query came in on
+    uint64_t tcp_connection = 0;  // Tcp, Tls: the TcpConnections id; Https: HttpsConnections'
+    uint32_t stream = 0;          // Https: the HTTP/2 stream the answer goes on
+    sockaddr_in6 peer{};          // large enough for IPv4 and IPv6
     socklen_t peer_len = 0;
 
     dns::Header header;

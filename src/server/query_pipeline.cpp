@@ -236,6 +236,7 @@ PendingClient* QueryPipeline::add_pending(const dns::Query& q, const ClientOrigi
     client->transport = origin.transport;
     client->udp_socket = origin.udp_socket;
     client->tcp_connection = origin.tcp_connection;
+    client->stream = origin.stream;
     client->peer_len = std::min<socklen_t>(origin.peer_len, sizeof client->peer);
     std::memcpy(&client->peer, origin.peer, client->peer_len);
     client->header = q.header;

@@ -25,7 +25,8 @@ namespace nscache::server {
 struct ClientOrigin {
     Transport transport = Transport::Udp;
     uint16_t udp_socket = 0;
-    uint64_t tcp_connection = 0;
+    uint64_t tcp_connection = 0;  // Tcp, Tls, Https: the connection's id
+    uint32_t stream = 0;          // Https: the HTTP/2 stream
     const sockaddr* peer = nullptr;
     socklen_t peer_len = 0;
 };
