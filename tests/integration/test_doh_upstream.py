@@ -12,6 +12,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import time
 
 import dns.rcode
 import pytest
@@ -239,3 +240,17 @@ def test_server_restart_mid_load_loses_no_answer(daemon, pki, tmp_path):
         assert s["upstream_tls_handshakes"] >= 2 and s["upstream_connections"] >= 2
     finally:
         u.stop()
+
+
+def test_idle_close_then_resumed_session(daemon, unbound, pki):
+    """The connection closes after upstream-idle-timeout with nothing outstanding; the next
+    query opens a new one, resuming the TLS session."""
+    d = daemon(doh(unbound), threads=1,
+               config=ca(pki) + 'upstream-idle-timeout = "200ms"\n')
+    assert a_addrs(udp(d.port, "n7.doh.test", timeout=5)) == [address_of(7)]
+    assert wait_until(lambda: d.stats()["upstream_connections"] == 1, timeout=2)
+    time.sleep(0.6)
+    assert a_addrs(udp(d.port, "n8.doh.test", timeout=5)) == [address_of(8)]
+    s = d.stats()
+    assert s["upstream_connections"] == 2 and s["upstream_tls_handshakes"] == 2
+    assert s["upstream_tls_resumed"] == 1
