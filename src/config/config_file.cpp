@@ -185,7 +185,8 @@ const std::map<std::string, Setter, std::less<>>& setters() {
                  auto a = parse_upstream_address(text);
                  if (!a) {
                      return Error{"bad upstream '" + text +
-                                  "' (expected ADDR[:PORT] or tls://ADDR[:PORT][#NAME])"};
+                                  "' (expected ADDR[:PORT], tls://ADDR[:PORT][#NAME] or "
+                                  "https://ADDR[:PORT][/PATH][#NAME])"};
                  }
                  c.upstreams.push_back(*a);
                  return {};
@@ -584,7 +585,8 @@ std::optional<ConfigError> apply_forwards(const std::string& path, const toml::n
                     auto address = parse_upstream_address(text);
                     if (!address) {
                         return Error{"bad address '" + text +
-                                     "' (expected ADDR[:PORT] or tls://ADDR[:PORT][#NAME])"};
+                                     "' (expected ADDR[:PORT], tls://ADDR[:PORT][#NAME] or "
+                                     "https://ADDR[:PORT][/PATH][#NAME])"};
                     }
                     zone.upstreams.push_back(*address);
                     return {};
