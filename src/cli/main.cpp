@@ -21,7 +21,7 @@ struct Command {
 constexpr Command kCommands[] = {
     {"serve",
      "serve [--config FILE] [--listen ADDR:PORT]... [--upstream "
-     "ADDR[:PORT]|tls://ADDR[:PORT][#NAME]]...\n"
+     "ADDR[:PORT]|tls://ADDR[:PORT][#NAME]|https://ADDR[:PORT][/PATH][#NAME]]...\n"
      "        [--threads N] [--cache-size SIZE] [--control PATH] [--user NAME]\n"
      "        [--nss-socket PATH] [--nscd-socket PATH] [--verbose] [--takeover]",
      "run the caching DNS daemon in the foreground", nscache::serve_command},

@@ -30,15 +30,18 @@ namespace nscache {
     X(upstream_sockets_opened, "UDP sockets opened for the upstream socket pool")                  \
     X(upstream_sockets_spoofed, "pool sockets closed early: a mismatched answer arrived")          \
     X(upstream_bad_cookies, "upstream answers dropped: wrong DNS cookie, or none when expected")   \
-    X(upstream_connections, "upstream TCP and TLS connections opened")                             \
+    X(upstream_connections, "upstream TCP, TLS and HTTPS connections opened")                      \
     X(upstream_connect_failures, "upstream connections that failed or could not be made")          \
-    X(upstream_tls_handshakes, "TLS handshakes with upstreams completed")                          \
+    X(upstream_tls_handshakes, "TLS handshakes with upstreams completed (DoT and DoH)")            \
     X(upstream_tls_resumed, "TLS handshakes that resumed an earlier session")                      \
     X(upstream_tls_auth_failures, "TLS upstreams that failed authentication")                      \
     X(upstream_stream_abandoned,                                                                   \
       "queries given up on an upstream TCP/TLS connection, ID quarantined")                        \
     X(upstream_stream_replaced,                                                                    \
       "upstream TCP/TLS sockets replaced: too many abandoned IDs on them")                         \
+    X(upstream_doh_streams, "HTTP/2 streams (one per query) opened to DNS over HTTPS upstreams")   \
+    X(upstream_doh_http_errors, "DoH upstream answers with an HTTP status other than 200")         \
+    X(upstream_doh_goaway, "GOAWAY frames received from DoH upstreams")                            \
     X(coalesced, "client queries that joined an identical query in flight")                        \
     X(answers_servfail, "SERVFAIL answers sent")                                                   \
     X(answers_formerr, "FORMERR answers sent")                                                     \

@@ -180,32 +180,81 @@ std::optional<Cidr> parse_cidr(std::string_view text) {
 }
 
 std::string UpstreamAddress::to_string() const {
+    const std::string name = auth_name.empty() ? "" : "#" + auth_name;
+    if (https) return "https://" + address.to_string() + path + name;
     if (!tls) return address.to_string();
-    return "tls://" + address.to_string() + (auth_name.empty() ? "" : "#" + auth_name);
+    return "tls://" + address.to_string() + name;
 }
+
+namespace {
+
+// A host name: letters, digits, hyphens and dots only.
+bool valid_auth_name(std::string_view name) {
+    if (name.empty() || name.size() > 253) return false;
+    for (char c : name) {
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                        (c >= '0' && c <= '9') || c == '-' || c == '.';
+        if (!ok) return false;
+    }
+    return true;
+}
+
+// RFC 3986 path characters (unreserved, sub-delims, ':' '@' '/' and %-escapes); no query or
+// fragment: DoH over POST sends the message as the body (RFC 8484 §4.1), so the path is all.
+bool valid_path(std::string_view path) {
+    if (path.empty() || path.front() != '/' || path.size() > 256) return false;
+    constexpr std::string_view kOther = "-._~!$&'()*+,;=:@/%";
+    for (char c : path) {
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                        (c >= '0' && c <= '9') || kOther.find(c) != std::string_view::npos;
+        if (!ok) return false;
+    }
+    return true;
+}
+
+// "ADDR[:PORT][#NAME]" after the scheme: the name goes into `out`, the rest is returned.
+std::optional<std::string_view> split_auth_name(std::string_view text, UpstreamAddress& out) {
+    if (const size_t hash = text.find('#'); hash != std::string_view::npos) {
+        out.auth_name = std::string(text.substr(hash + 1));
+        if (!valid_auth_name(out.auth_name)) return std::nullopt;
+        text = text.substr(0, hash);
+    }
+    return text;
+}
+
+}  // namespace
 
 std::optional<UpstreamAddress> parse_upstream_address(std::string_view text) {
     constexpr std::string_view kTls = "tls://";
+    constexpr std::string_view kHttps = "https://";
     UpstreamAddress out;
+    if (text.substr(0, kHttps.size()) == kHttps) {
+        auto rest = split_auth_name(text.substr(kHttps.size()), out);
+        if (!rest) return std::nullopt;
+        // The path starts at the first '/' (an IPv6 address is bracketed: it has none).
+        std::string_view authority = *rest;
+        out.path = "/dns-query";
+        if (const size_t slash = authority.find('/'); slash != std::string_view::npos) {
+            out.path = std::string(authority.substr(slash));
+            authority = authority.substr(0, slash);
+            if (!valid_path(out.path)) return std::nullopt;
+        }
+        auto a = parse_socket_address(authority, 443);
+        if (!a) return std::nullopt;
+        out.address = *a;
+        out.tls = true;
+        out.https = true;
+        return out;
+    }
     if (text.substr(0, kTls.size()) != kTls) {
         auto a = parse_socket_address(text, 53);
         if (!a) return std::nullopt;
         out.address = *a;
         return out;
     }
-    text.remove_prefix(kTls.size());
-    if (const size_t hash = text.find('#'); hash != std::string_view::npos) {
-        out.auth_name = std::string(text.substr(hash + 1));
-        text = text.substr(0, hash);
-        // A host name: letters, digits, hyphens and dots only.
-        if (out.auth_name.empty() || out.auth_name.size() > 253) return std::nullopt;
-        for (char c : out.auth_name) {
-            const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                            (c >= '0' && c <= '9') || c == '-' || c == '.';
-            if (!ok) return std::nullopt;
-        }
-    }
-    auto a = parse_socket_address(text, 853);
+    auto rest = split_auth_name(text.substr(kTls.size()), out);
+    if (!rest) return std::nullopt;
+    auto a = parse_socket_address(*rest, 853);
     if (!a) return std::nullopt;
     out.address = *a;
     out.tls = true;

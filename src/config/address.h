@@ -36,9 +36,10 @@ struct SocketAddress {
 std::optional<SocketAddress> parse_socket_address(std::string_view text,
                                                   std::optional<uint16_t> default_port);
 
-// An upstream as the config and CLI write it: "ADDR[:PORT]" (DNS over UDP and TCP, port 53)
-// or "tls://ADDR[:PORT][#AUTH-NAME]" (DNS over TLS, RFC 7858, port 853; the certificate must
-// name AUTH-NAME, or the address when none is given).
+// An upstream as the config and CLI write it: "ADDR[:PORT]" (DNS over UDP and TCP, port 53),
+// "tls://ADDR[:PORT][#AUTH-NAME]" (DNS over TLS, RFC 7858, port 853; the certificate must
+// name AUTH-NAME, or the address when none is given) or "https://ADDR[:PORT][/PATH][#AUTH-NAME]"
+// (DNS over HTTPS, RFC 8484, port 443, path /dns-query; authenticated as tls:// is).
 enum class TlsAuth {
     Strict,         // an unauthenticated TLS server is never used, nothing goes in cleartext
     Opportunistic,  // encrypt when possible, use the server unauthenticated, else cleartext
@@ -49,13 +50,16 @@ struct UpstreamAddress {
     UpstreamAddress(const SocketAddress& a) : address(a) {}  // NOLINT: a plain upstream
 
     SocketAddress address;
-    bool tls = false;
+    bool tls = false;    // TLS below: tls:// and https:// alike (the same authentication)
+    bool https = false;  // DNS over HTTPS: HTTP/2 requests to `path`
+    std::string path;    // https:// only: the request path, "/dns-query" unless given
     std::string auth_name;
 
     std::string to_string() const;
     uint16_t port() const { return address.port(); }
     bool operator==(const UpstreamAddress& other) const {
-        return address == other.address && tls == other.tls && auth_name == other.auth_name;
+        return address == other.address && tls == other.tls && https == other.https &&
+               path == other.path && auth_name == other.auth_name;
     }
 };
 
@@ -67,7 +71,8 @@ struct SpkiPin {
     std::string sha256;  // 32 raw bytes
 };
 
-// "ADDR[:PORT] BASE64" (port 853 by default; the base64 of 32 bytes, as `openssl pkey -pubin
+// "ADDR[:PORT] BASE64" (port 853 by default, so an https:// upstream's pin names its port, 443
+// or another; the base64 of 32 bytes, as `openssl pkey -pubin
 // -outform der | openssl dgst -sha256 -binary | base64` prints it).
 std::optional<SpkiPin> parse_spki_pin(std::string_view text);
 

@@ -93,6 +93,9 @@ std::vector<std::string> changed_options(const Config& a, const Config& b) {
     NSCACHE_COMPARE("rate-limit-burst", rate_limit_burst);
     NSCACHE_COMPARE("rate-limit-action", rate_limit_action);
     NSCACHE_COMPARE("tls-pin", tls_pins);
+    NSCACHE_COMPARE("tls-certificate", tls_certificate);
+    NSCACHE_COMPARE("tls-private-key", tls_private_key);
+    NSCACHE_COMPARE("https-path", https_path);
 #undef NSCACHE_COMPARE
     return changed;
 }

@@ -162,6 +162,22 @@ Setter cidr_list(std::vector<Cidr> Config::*field) {
 const std::map<std::string, Setter, std::less<>>& setters() {
     static const std::map<std::string, Setter, std::less<>> table = {
         {"listen", address_list(&Config::listen, std::nullopt)},
+        {"listen-tls", address_list(&Config::listen_tls, uint16_t{853})},
+        {"listen-https", address_list(&Config::listen_https, uint16_t{443})},
+        {"tls-certificate", string_field(&Config::tls_certificate)},
+        {"tls-private-key", string_field(&Config::tls_private_key)},
+        {"https-path",
+         [](const toml::node& n, Config& c) -> Result<void> {
+             std::string path;
+             if (auto err = string_of(n, path); !err) return err;
+             // The path alone: a query string or fragment could never match a request.
+             if (path.empty() || path[0] != '/' ||
+                 path.find_first_of("?# \t") != std::string::npos) {
+                 return Error{"expected an absolute URI path such as \"/dns-query\""};
+             }
+             c.https_path = path;
+             return {};
+         }},
         {"upstream",
          [](const toml::node& n, Config& c) -> Result<void> {
              c.upstreams.clear();
@@ -169,7 +185,8 @@ const std::map<std::string, Setter, std::less<>>& setters() {
                  auto a = parse_upstream_address(text);
                  if (!a) {
                      return Error{"bad upstream '" + text +
-                                  "' (expected ADDR[:PORT] or tls://ADDR[:PORT][#NAME])"};
+                                  "' (expected ADDR[:PORT], tls://ADDR[:PORT][#NAME] or "
+                                  "https://ADDR[:PORT][/PATH][#NAME])"};
                  }
                  c.upstreams.push_back(*a);
                  return {};
@@ -568,7 +585,8 @@ std::optional<ConfigError> apply_forwards(const std::string& path, const toml::n
                     auto address = parse_upstream_address(text);
                     if (!address) {
                         return Error{"bad address '" + text +
-                                     "' (expected ADDR[:PORT] or tls://ADDR[:PORT][#NAME])"};
+                                     "' (expected ADDR[:PORT], tls://ADDR[:PORT][#NAME] or "
+                                     "https://ADDR[:PORT][/PATH][#NAME])"};
                     }
                     zone.upstreams.push_back(*address);
                     return {};

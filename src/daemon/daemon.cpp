@@ -250,6 +250,13 @@ Result<void> Daemon::build_state() {
             .ca_file = config_.tls_ca_file, .auth = config_.tls_auth, .system_store_now = tls_now},
         tls_error);
     if (!tls_) return Error{tls_error};
+    // The listeners' key is read here, as root, before the privilege drop (a reload reads it
+    // again as the daemon's user: see README, DNS over TLS and HTTPS).
+    std::vector<std::string> warnings;
+    if (!server::load_tls_contexts(config_, listener_tls_, tls_error, warnings)) {
+        return Error{tls_error};
+    }
+    for (const std::string& w : warnings) log_warning("%s", w.c_str());
     return {};
 }
 
@@ -257,8 +264,8 @@ void Daemon::build_settings() {
     auto registry = std::make_unique<upstream::UpstreamRegistry>();
     std::vector<upstream::HostsEntry> hosts = read_hosts(config_);
     const uint32_t queries = upstream_queries_within_limits(config_, /*warn=*/true);
-    Snapshot start =
-        build_snapshot(config_, std::move(hosts), *registry, queries, /*previous=*/nullptr);
+    Snapshot start = build_snapshot(config_, std::move(hosts), *registry, queries,
+                                    /*previous=*/nullptr, &listener_tls_);
     settings_ = start.settings;
     control_ = start.control;
     supervisor_ = std::make_unique<Supervisor>(source_, std::move(start), std::move(registry));
@@ -460,6 +467,7 @@ void Daemon::start_threads() {
             i, *shared_, counters_[i], sockets_.udp[i], sockets_.tcp[i], settings_));
         workers_.back()->set_shared_listeners(sockets_.shared);
         workers_.back()->set_private_listeners(sockets_.bound_here);
+        workers_.back()->set_encrypted_listeners(sockets_.tls[i], sockets_.https[i]);
         resolver_shared_->queues.push_back(&workers_.back()->completion_queue());
     }
     sockets_given_ = true;

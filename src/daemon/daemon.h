@@ -144,7 +144,8 @@ class Daemon {
     std::unique_ptr<cache::Cache> cache_;
     // DNS over TLS: one context for every worker (a reload may add tls:// upstreams).
     std::unique_ptr<upstream::TlsClient> tls_;
-    server::SettingsPtr settings_;         // the snapshot at start
+    server::TlsContexts listener_tls_;  // the DoT and DoH listeners' certificate, as read at start
+    server::SettingsPtr settings_;      // the snapshot at start
     control::ControlLiveOptions control_;  // its control part
     std::unique_ptr<Supervisor> supervisor_;
     std::unique_ptr<upstream::ResolverShared> resolver_shared_;

@@ -41,8 +41,9 @@ uint32_t fit_upstream_queries(uint64_t descriptor_limit, const Config& config, u
                                      : std::min<uint64_t>(sharedcache::TierHealth::kMaxNodes,
                                                           2 * tier.redis_cluster.size() + 6);
     const uint64_t reserved =
-        kFixedDescriptors + uint64_t{config.listen.size()} * 2 * w + config.max_tcp_connections +
-        (config.nss ? nssd::NssServer::kMaxConnections : 0) +
+        kFixedDescriptors + uint64_t{config.listen.size()} * 2 * w +
+        uint64_t{config.listen_tls.size() + config.listen_https.size()} * w +
+        config.max_tcp_connections + (config.nss ? nssd::NssServer::kMaxConnections : 0) +
         (config.nscd_socket.empty() ? 0 : nscd::NscdServer::kMaxConnections) + servers +
         redis_nodes * resolvers + 2 * w +  // probes, spare descriptors
         // each resolver's idle upstream sockets, IPv4 and IPv6, and its

@@ -29,10 +29,10 @@ uint32_t upstream_queries_within_limits(const Config& config, bool warn) {
 
 Snapshot build_snapshot(const Config& config, std::vector<upstream::HostsEntry> hosts,
                         upstream::UpstreamRegistry& registry, uint32_t max_upstream_queries,
-                        const server::Settings* previous) {
+                        const server::Settings* previous, const server::TlsContexts* tls) {
     Snapshot s;
     s.settings = server::make_settings(config, upstream::Routing::build(config, registry, hosts),
-                                       max_upstream_queries, previous);
+                                       max_upstream_queries, previous, tls);
     s.hosts = std::move(hosts);
     if (!config.metrics_listen.empty()) {
         s.control.metrics_listen = parse_socket_address(config.metrics_listen, std::nullopt);

@@ -38,10 +38,10 @@ uint32_t upstream_queries_within_limits(const Config& config, bool warn);
 // `registry`: the upstreams known so far (an unchanged one keeps its health and counters).
 // `max_upstream_queries`: from upstream_queries_within_limits.
 // `previous`: the settings being replaced (null at start): an unchanged rate limit keeps its
-// buckets.
+// buckets. `tls`: the listeners' certificates as read for `config` (null: previous's).
 Snapshot build_snapshot(const Config& config, std::vector<upstream::HostsEntry> hosts,
                         upstream::UpstreamRegistry& registry, uint32_t max_upstream_queries,
-                        const server::Settings* previous);
+                        const server::Settings* previous, const server::TlsContexts* tls = nullptr);
 
 // The log threshold a config names.
 LogLevel log_level_of(LogThreshold threshold);

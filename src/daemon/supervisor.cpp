@@ -37,6 +37,8 @@ std::vector<std::string> keep_fixed_options(const Config& running, Config& next)
     if (running.listen != next.listen) changed.push_back("listen");
     next.listen = running.listen;
     next.listen_is_default = running.listen_is_default;
+    keep("listen-tls", &Config::listen_tls);
+    keep("listen-https", &Config::listen_https);
     keep("threads", &Config::threads);
     keep("user", &Config::user);
     keep("control", &Config::control);
@@ -192,7 +194,18 @@ std::string Supervisor::reload(const char* why) {
     const server::SettingsPtr running = current();
     const std::vector<std::string> need_restart = keep_fixed_options(running->config, next);
     const std::vector<std::string> applied = changed_options(running->config, next);
-    publish(next, read_hosts(next), why);
+    // The certificate files are read on every reload, changed paths or not (a renewal
+    // replaces the files in place); one that cannot be used refuses the whole reload.
+    server::TlsContexts tls;
+    std::string tls_error;
+    std::vector<std::string> tls_warnings;
+    if (!server::load_tls_contexts(next, tls, tls_error, tls_warnings)) {
+        const ConfigError error{tls_error};
+        log_config_refused(error, ConfigEvent::Reload);
+        return "error: " + tls_error + "\n";
+    }
+    for (const std::string& w : tls_warnings) log_warning("%s", w.c_str());
+    publish(next, read_hosts(next), why, &tls);
     watch_files();
     log_config_reloaded(source_.path.empty() ? "(flags)" : source_.path, applied, need_restart);
     const server::SettingsPtr now = current();
@@ -232,11 +245,11 @@ void Supervisor::watched_files_changed() {
 }
 
 void Supervisor::publish(const Config& config, std::vector<upstream::HostsEntry> hosts,
-                         const char* why) {
+                         const char* why, const server::TlsContexts* tls) {
     const server::SettingsPtr running = current();
     Snapshot snapshot =
         build_snapshot(config, std::move(hosts), *registry_,
-                       upstream_queries_within_limits(config, /*warn=*/false), running.get());
+                       upstream_queries_within_limits(config, /*warn=*/false), running.get(), tls);
     hosts_ = std::move(snapshot.hosts);
     const server::SettingsPtr next = snapshot.settings;
     const auto& routing = next->routing;

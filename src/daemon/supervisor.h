@@ -102,7 +102,9 @@ class Supervisor final : public EventHandler {
     // resolv.conf (when it gives the upstreams) or the hosts file (hosts-file) changed.
     void watched_files_changed();
     // Builds the snapshot of `config` and `hosts` and posts it everywhere.
-    void publish(const Config& config, std::vector<upstream::HostsEntry> hosts, const char* why);
+    // `tls`: the listeners' certificates read for `config` (null: keep the running ones).
+    void publish(const Config& config, std::vector<upstream::HostsEntry> hosts, const char* why,
+                 const server::TlsContexts* tls = nullptr);
     void watch_files();
 
     const ConfigSource& source_;

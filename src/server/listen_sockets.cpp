@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <tuple>
 
 #include "common/log.h"
 
@@ -233,10 +234,44 @@ Result<void> bind_address(SocketAddress address, bool udp, bool tcp, bool is_def
     return {};
 }
 
+// The DoT or DoH listeners: one SO_REUSEPORT TCP socket per worker and address. They are
+// never given (no socket unit or takeover hands them): `beside_given` (a takeover or socket
+// activation is under way) skips the check that the port is free, as the instance being
+// replaced still holds it, and the kernel spreads new connections over both until it closes.
+Result<void> bind_stream_listeners(const std::vector<SocketAddress>& addresses, const char* what,
+                                   unsigned workers, bool beside_given,
+                                   std::vector<std::vector<int>>& fds,
+                                   std::vector<SocketAddress>& served,
+                                   std::vector<int>& bound_here) {
+    std::string error;
+    for (SocketAddress address : addresses) {
+        if (address.port() == 0) {
+            const int probe = open_socket(address, SOCK_STREAM, false, error);
+            if (probe < 0) return Error{"cannot bind tcp " + address.to_string() + ": " + error};
+            address.set_port(bound_port(probe));
+            close(probe);
+        } else if (!beside_given && !port_is_free(address, SOCK_STREAM, error)) {
+            return Error{"cannot bind tcp " + address.to_string() + " (" + what + "): " + error};
+        }
+        for (unsigned w = 0; w < workers; ++w) {
+            const int fd = open_socket(address, SOCK_STREAM, true, error);
+            if (fd < 0) {
+                return Error{"cannot bind tcp " + address.to_string() + " (" + what +
+                             "): " + error};
+            }
+            fds[w].push_back(fd);
+            bound_here.push_back(fd);
+        }
+        served.push_back(address);
+        log_info("listening on tcp %s (%s)", address.to_string().c_str(), what);
+    }
+    return {};
+}
+
 }  // namespace
 
 void ListenSockets::close_all() {
-    for (auto* group : {&udp, &tcp}) {
+    for (auto* group : {&udp, &tcp, &tls, &https}) {
         for (auto& per_worker : *group) {
             for (int fd : per_worker) {
                 if (fd >= 0) close(fd);
@@ -251,6 +286,8 @@ Result<void> open_listen_sockets(const Config& config, unsigned workers, ListenS
                                  InheritedSockets* inherited) {
     out.udp.assign(workers, {});
     out.tcp.assign(workers, {});
+    out.tls.assign(workers, {});
+    out.https.assign(workers, {});
     const bool given = inherited != nullptr && (inherited->has(InheritedSockets::kDnsUdp) ||
                                                 inherited->has(InheritedSockets::kDnsTcp));
     if (given) {
@@ -286,6 +323,16 @@ Result<void> open_listen_sockets(const Config& config, unsigned workers, ListenS
     if (out.udp_addresses.empty() && out.tcp_addresses.empty()) {
         out.close_all();
         return Error{"no address to listen on"};
+    }
+    for (auto [addresses, what, fds, served] :
+         {std::tuple{&config.listen_tls, "DNS over TLS", &out.tls, &out.tls_addresses},
+          std::tuple{&config.listen_https, "DNS over HTTPS", &out.https, &out.https_addresses}}) {
+        if (auto opened = bind_stream_listeners(*addresses, what, workers, inherited != nullptr,
+                                                *fds, *served, out.bound_here);
+            !opened) {
+            out.close_all();
+            return opened;
+        }
     }
     return {};
 }

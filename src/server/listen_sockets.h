@@ -24,6 +24,12 @@ struct ListenSockets {
     std::vector<SocketAddress> tcp_addresses;
     std::vector<std::vector<int>> udp;  // [worker][address]
     std::vector<std::vector<int>> tcp;  // [worker][address]
+    // DNS over TLS and DNS over HTTPS (listen-tls, listen-https): always bound here, one
+    // socket per worker and address.
+    std::vector<SocketAddress> tls_addresses;
+    std::vector<SocketAddress> https_addresses;
+    std::vector<std::vector<int>> tls;    // [worker][address]
+    std::vector<std::vector<int>> https;  // [worker][address]
     // The sockets were given (inherited): the workers share them (EPOLLEXCLUSIVE).
     bool shared = false;
     // The descriptors this process bound itself (every worker's), not given: no other process

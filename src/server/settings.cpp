@@ -4,7 +4,8 @@
 namespace nscache::server {
 
 SettingsPtr make_settings(const Config& c, std::shared_ptr<const upstream::Routing> routing,
-                          uint32_t max_upstream_queries, const Settings* previous) {
+                          uint32_t max_upstream_queries, const Settings* previous,
+                          const TlsContexts* tls) {
     auto s = std::make_shared<Settings>();
     s->config = c;
     s->access = AccessList(c.allow);
@@ -37,6 +38,11 @@ SettingsPtr make_settings(const Config& c, std::shared_ptr<const upstream::Routi
                        .read_timeout_ms = c.tcp_read_timeout_ms,
                        .max_connections = c.max_tcp_connections,
                        .max_per_client = c.max_tcp_per_client};
+    if (tls != nullptr) {
+        s->tls = *tls;
+    } else if (previous != nullptr) {
+        s->tls = previous->tls;
+    }
     return s;
 }
 

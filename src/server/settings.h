@@ -15,6 +15,7 @@
 #include "server/access_list.h"
 #include "server/rate_limiter.h"
 #include "server/tcp_shared.h"
+#include "server/tls_server.h"
 #include "upstream/forwarding_settings.h"
 
 namespace nscache::server {
@@ -26,13 +27,19 @@ struct Settings : upstream::ForwardingSettings {
     AccessList snoop{{}};                       // who may ask without RD (allow-snoop)
     std::shared_ptr<RateLimiter> rate_limiter;  // null: no rate limit
     TcpLimits tcp;
+    // The DoT and DoH listeners' certificate, as read for these settings: a reload reads the
+    // files again (a renewed certificate at the same path), new connections take it.
+    TlsContexts tls;
 };
 
 using SettingsPtr = std::shared_ptr<const Settings>;
 
 // `max_upstream_queries`: the per-worker cap after fitting it to the descriptor limit.
 // `previous`: the settings being replaced, if any: an unchanged rate limit keeps its buckets.
+// `tls`: the listeners' contexts read for `config` (load_tls_contexts); null: those of
+// `previous` (a change that did not re-read the files: resolv.conf, the hosts file).
 SettingsPtr make_settings(const Config& config, std::shared_ptr<const upstream::Routing> routing,
-                          uint32_t max_upstream_queries, const Settings* previous = nullptr);
+                          uint32_t max_upstream_queries, const Settings* previous = nullptr,
+                          const TlsContexts* tls = nullptr);
 
 }  // namespace nscache::server

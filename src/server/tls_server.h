@@ -15,6 +15,9 @@
 
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "config/config.h"
 
 struct ssl_ctx_st;
 
@@ -44,5 +47,17 @@ class TlsServerContext {
     ssl_ctx_st* const ctx_;
     const TlsListenerKind kind_;
 };
+
+// The contexts a configuration's listeners use: null where it has no such listener.
+struct TlsContexts {
+    std::shared_ptr<const TlsServerContext> dot;
+    std::shared_ptr<const TlsServerContext> doh;
+};
+
+// Reads tls-certificate and tls-private-key for the listeners `config` has (nothing when it
+// has none). False with `error` set when they cannot be used, or a listener has no
+// certificate or key; `warnings` says what works but should not be so (a key others may read).
+bool load_tls_contexts(const Config& config, TlsContexts& out, std::string& error,
+                       std::vector<std::string>& warnings);
 
 }  // namespace nscache::server

@@ -45,9 +45,16 @@ Worker::Worker(uint32_t index, ServerShared& shared, WorkerCounters& counters,
 Worker::~Worker() {
     tcp_.close_all();
     acceptors_.clear();
-    for (int fd : tcp_fds_) {
-        if (fd >= 0) close(fd);
+    for (const auto* fds : {&tcp_fds_, &tls_fds_, &https_fds_}) {
+        for (int fd : *fds) {
+            if (fd >= 0) close(fd);
+        }
     }
+}
+
+void Worker::set_encrypted_listeners(std::vector<int> tls_fds, std::vector<int> https_fds) {
+    tls_fds_ = std::move(tls_fds);
+    https_fds_ = std::move(https_fds);
 }
 
 void Worker::set_private_listeners(const std::vector<int>& fds) {

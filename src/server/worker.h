@@ -43,6 +43,9 @@ class Worker final : public ReplySender {
     // Before run(): which of its listening sockets this process bound itself (the others were
     // given: systemd or another instance may hold them too).
     void set_private_listeners(const std::vector<int>& fds);
+    // Before run(): takes ownership of its DNS over TLS and DNS over HTTPS listening sockets
+    // (listen-tls, listen-https; always bound by this process).
+    void set_encrypted_listeners(std::vector<int> tls_fds, std::vector<int> https_fds);
     // Any thread: the worker stops reading new queries (its UDP sockets and TCP listeners
     // leave its epoll set: what is queued in them stays there, for the next process when the
     // sockets are shared), answers every query it has read (those waiting on upstream
@@ -102,6 +105,8 @@ class Worker final : public ReplySender {
     std::vector<UdpSocket*> refusing_;
     std::vector<int> tcp_fds_;  // listening; closed after their listeners are gone (-1: closed)
     std::vector<std::unique_ptr<Listener>> acceptors_;
+    std::vector<int> tls_fds_;    // listening, DNS over TLS (-1: closed)
+    std::vector<int> https_fds_;  // listening, DNS over HTTPS (-1: closed)
 };
 
 }  // namespace nscache::server

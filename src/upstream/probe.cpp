@@ -21,7 +21,7 @@ dns::UpstreamQuestion probe_question() {
 }  // namespace
 
 UpstreamProbe::UpstreamProbe(EventLoop& loop, UpstreamSet& upstreams, size_t index,
-                             uint16_t edns_size, StreamConnection* stream)
+                             uint16_t edns_size, MessageStream* stream)
     : loop_(loop), upstreams_(upstreams), index_(index), edns_size_(edns_size), stream_(stream) {}
 
 UpstreamProbe::~UpstreamProbe() {

@@ -64,9 +64,9 @@ void Resolver::rebuild_probes() {
             if (std::find(seen.begin(), seen.end(), &server) != seen.end()) continue;
             seen.push_back(&server);
             // Over the transport its queries take: a tcp-only rule's server may not answer UDP.
-            StreamConnection* stream = nullptr;
+            MessageStream* stream = nullptr;
             if (server.tls) {
-                stream = streams_.tls(rule.upstreams->shared(i));
+                stream = streams_.encrypted(rule.upstreams->shared(i));
             } else if (rule.upstreams->tcp_only()) {
                 stream = &streams_.tcp(rule.upstreams->shared(i));
             }

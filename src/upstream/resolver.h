@@ -27,7 +27,7 @@
 #include "upstream/question.h"
 #include "upstream/resolver_options.h"
 #include "upstream/routing.h"
-#include "upstream/stream_connection.h"
+#include "upstream/stream_pool.h"
 #include "upstream/tls_client.h"
 #include "upstream/udp_socket_pool.h"
 #include "upstream/upstream_query.h"

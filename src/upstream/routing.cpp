@@ -118,6 +118,7 @@ std::shared_ptr<UpstreamServer> UpstreamRegistry::get(const UpstreamAddress& add
     for (const auto& weak : known_) {
         auto server = weak.lock();
         if (server && server->address == address.address && server->tls == address.tls &&
+            server->https == address.https && server->path == address.path &&
             server->tls_peer.auth_name == address.auth_name &&
             server->tls_peer.spki_sha256 == pin) {
             return server;

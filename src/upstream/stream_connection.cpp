@@ -519,37 +519,4 @@ void StreamConnection::drop(bool failed) {
     }
 }
 
-StreamConnection& StreamPool::tcp(const std::shared_ptr<UpstreamServer>& server) {
-    Entry& entry = tcp_[server.get()];
-    if (!entry.connection) {
-        entry.server = server;
-        entry.connection = std::make_unique<StreamConnection>(
-            loop_, counters_, server->udp_address(), nullptr, TlsPeer{}, options_);
-    }
-    return *entry.connection;
-}
-
-StreamConnection* StreamPool::tls(const std::shared_ptr<UpstreamServer>& server) {
-    if (tls_ == nullptr) return nullptr;
-    Entry& entry = tls_connections_[server.get()];
-    if (!entry.connection) {
-        entry.server = server;
-        entry.connection = std::make_unique<StreamConnection>(loop_, counters_, server->address,
-                                                              tls_, server->tls_peer, options_);
-    }
-    return entry.connection.get();
-}
-
-void StreamPool::forget_others(const std::vector<const UpstreamServer*>& keep) {
-    forget_others(tcp_, keep);
-    forget_others(tls_connections_, keep);
-}
-
-void StreamPool::forget_others(Map& map, const std::vector<const UpstreamServer*>& keep) {
-    std::erase_if(map, [&keep](const auto& item) {
-        return item.second.connection->outstanding() == 0 &&
-               std::find(keep.begin(), keep.end(), item.first) == keep.end();
-    });
-}
-
 }  // namespace nscache::upstream

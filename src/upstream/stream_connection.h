@@ -34,6 +34,7 @@
 #include "common/event_loop.h"
 #include "config/address.h"
 #include "dns/response.h"
+#include "upstream/message_stream.h"
 #include "upstream/tls_client.h"
 #include "upstream/upstream_set.h"
 
@@ -47,20 +48,9 @@ struct StreamOptions {
     uint16_t edns_buffer_size = 1232;
 };
 
-class StreamConnection final : public EventHandler {
+class StreamConnection final : public EventHandler, public MessageStream {
   public:
-    // Whoever sent a query hears back exactly once: an answer, or that the connection failed.
-    // Neither is called from inside send().
-    class Waiter {
-      public:
-        // `msg` passed the ID and question checks; it is valid only during the call.
-        // `rtt_us` is 0 when the query waited for the connection to open.
-        virtual void on_stream_answer(dns::Bytes msg, uint32_t rtt_us) = 0;
-        virtual void on_stream_failed() = 0;
-
-      protected:
-        ~Waiter() = default;
-    };
+    using Waiter = MessageStream::Waiter;
 
     // `tls` null: plain TCP. `peer` says what a TLS server must prove.
     StreamConnection(EventLoop& loop, WorkerCounters& counters, const SocketAddress& address,
@@ -72,21 +62,21 @@ class StreamConnection final : public EventHandler {
     // Queues a query for `question` (which must outlive the query) and returns its ID in
     // `id`; false when too many queries on it still wait for their answers (never because of
     // queries that gave up).
-    bool send(const dns::UpstreamQuestion& question, Waiter* waiter, uint16_t& id);
+    bool send(const dns::UpstreamQuestion& question, Waiter* waiter, uint16_t& id) override;
     // `waiter` no longer wants the answer to `id`: its ID stays quarantined on its socket
     // until the answer comes or the socket closes (counted in upstream_stream_abandoned).
-    void cancel(uint16_t id, const Waiter* waiter);
+    void cancel(uint16_t id, const Waiter* waiter) override;
     // Drops the connection and those draining (a broken answer came on one of them); every
     // query on them is told.
-    void reset();
+    void reset() override;
 
     // A connect or handshake failed lately and the next one waits: opportunistic TLS goes to
     // cleartext meanwhile.
-    bool backing_off() const { return state_ == State::Backoff; }
-    bool open() const { return state_ == State::Open; }
+    bool backing_off() const override { return state_ == State::Backoff; }
+    bool open() const override { return state_ == State::Open; }
     // Queries that still wait for an answer, on this socket and those draining.
-    size_t outstanding() const;
-    const SocketAddress& address() const { return address_; }
+    size_t outstanding() const override;
+    const SocketAddress& address() const override { return address_; }
 
     void on_event(uint32_t events) override;
 
@@ -155,40 +145,6 @@ class StreamConnection final : public EventHandler {
     size_t woff_ = 0;
     std::vector<uint8_t> rbuf_;
     size_t rhave_ = 0;
-};
-
-// The worker's stream connections: one TCP and one TLS connection per upstream server at
-// most, made on first use. An entry holds its server, so a server a reload dropped cannot be
-// freed and its address reused by another server while a connection to it is still here.
-class StreamPool {
-  public:
-    StreamPool(EventLoop& loop, WorkerCounters& counters, const TlsClient* tls,
-               StreamOptions options)
-        : loop_(loop), counters_(counters), tls_(tls), options_(options) {}
-
-    // To the server's cleartext address (its TCP fallback).
-    StreamConnection& tcp(const std::shared_ptr<UpstreamServer>& server);
-    // nullptr when the daemon has no TLS context.
-    StreamConnection* tls(const std::shared_ptr<UpstreamServer>& server);
-
-    // After a reload: closes the connections to servers that `keep` does not name and that
-    // carry no query (those that do are looked at again on the next call).
-    void forget_others(const std::vector<const UpstreamServer*>& keep);
-
-  private:
-    struct Entry {
-        std::shared_ptr<UpstreamServer> server;
-        std::unique_ptr<StreamConnection> connection;
-    };
-    using Map = std::unordered_map<const UpstreamServer*, Entry>;
-    void forget_others(Map& map, const std::vector<const UpstreamServer*>& keep);
-
-    EventLoop& loop_;
-    WorkerCounters& counters_;
-    const TlsClient* const tls_;
-    const StreamOptions options_;
-    Map tcp_;
-    Map tls_connections_;
 };
 
 }  // namespace nscache::upstream

@@ -146,12 +146,14 @@ void UpstreamQuery::send_attempt(int upstream) {
         return;
     }
     if (server.tls) {
-        StreamConnection* tls =
-            owner_.streams().tls(upstreams_.shared(static_cast<size_t>(upstream)));
-        // Strict: TLS or nothing. Opportunistic: cleartext while TLS cannot be had.
+        MessageStream* tls =
+            owner_.streams().encrypted(upstreams_.shared(static_cast<size_t>(upstream)));
+        // Strict: TLS or nothing. Opportunistic: cleartext while TLS cannot be had, except
+        // for DoH, which has no cleartext twin to fall back to.
         const bool cleartext =
             tls == nullptr ||
-            (owner_.query_options().tls_auth == TlsAuth::Opportunistic && tls->backing_off());
+            (!server.https && owner_.query_options().tls_auth == TlsAuth::Opportunistic &&
+             tls->backing_off());
         if (!cleartext) {
             if (!send_stream(upstream, *tls, true)) {
                 bump(counters_.upstream_errors);
@@ -159,7 +161,7 @@ void UpstreamQuery::send_attempt(int upstream) {
             }
             return;
         }
-        if (tls == nullptr || owner_.query_options().tls_auth == TlsAuth::Strict) {
+        if (tls == nullptr || server.https || owner_.query_options().tls_auth == TlsAuth::Strict) {
             arm_timer(0);
             return;
         }
@@ -296,7 +298,7 @@ void UpstreamQuery::cancel_stream(int answered_by) {
     }
 }
 
-bool UpstreamQuery::send_stream(int upstream, StreamConnection& connection, bool tls) {
+bool UpstreamQuery::send_stream(int upstream, MessageStream& connection, bool tls) {
     cancel_stream(-1);
     if (!connection.send(question_.wire(), this, stream_id_)) return false;
     stream_ = &connection;
@@ -355,7 +357,7 @@ bool UpstreamQuery::start_tcp_after_timeouts() {
 }
 
 void UpstreamQuery::on_stream_answer(dns::Bytes msg, uint32_t rtt_us) {
-    StreamConnection* connection = stream_;
+    MessageStream* connection = stream_;
     const int upstream = stream_upstream_;
     stream_ = nullptr;
     // A TLS server's RTT, and a server's asked over TCP because UDP got lost (a path that
@@ -379,7 +381,18 @@ void UpstreamQuery::on_stream_failed() {
     next_attempt();
 }
 
-void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, StreamConnection* stream, bool scanned,
+void UpstreamQuery::on_stream_refused() {
+    stream_ = nullptr;
+    bump(counters_.upstream_errors);
+    UpstreamServer& from = upstreams_.at(static_cast<size_t>(stream_upstream_));
+    from.errors.fetch_add(1, std::memory_order_relaxed);
+    // Overloaded or broken (RFC 8484 §4.2.1 leaves it to HTTP): prefer the others, and mark
+    // it down when it keeps saying so, as for a server that stops answering.
+    upstreams_.record_timeout(static_cast<size_t>(stream_upstream_), loop_.now_ms());
+    next_attempt();
+}
+
+void UpstreamQuery::on_answer(dns::Bytes msg, int upstream, MessageStream* stream, bool scanned,
                               bool cookie_sent) {
     UpstreamServer& from = upstreams_.at(static_cast<size_t>(upstream));
     from.answers.fetch_add(1, std::memory_order_relaxed);

@@ -12,7 +12,8 @@
 // to TCP on the worker's connection to that server
 // (kept open and pipelined, RFC 7766); a tls:// upstream is asked over the worker's TLS
 // connection to it instead of UDP (opportunistic mode: over UDP while that connection cannot
-// be made). The query deadline ends it all.
+// be made), an https:// upstream over the worker's HTTP/2 connection to it (never over UDP, in
+// any mode: a DoH server has no cleartext twin). The query deadline ends it all.
 // Lives on one worker's event loop; internal to upstream/.
 #pragma once
 
@@ -29,7 +30,7 @@
 #include "upstream/cookie_jar.h"
 #include "upstream/failure_cache.h"
 #include "upstream/question.h"
-#include "upstream/stream_connection.h"
+#include "upstream/stream_pool.h"
 #include "upstream/udp_socket_pool.h"
 #include "upstream/upstream_set.h"
 
@@ -64,7 +65,7 @@ class QueryOwner {
     ~QueryOwner() = default;
 };
 
-class UpstreamQuery final : public StreamConnection::Waiter {
+class UpstreamQuery final : public MessageStream::Waiter {
   public:
     // RFC 9520 §3.1: a first try and two retries per server address and transport.
     static constexpr uint8_t kMaxTriesPerServer = 3;
@@ -76,9 +77,12 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     ~UpstreamQuery();
 
     void start();
-    // StreamConnection::Waiter: the TCP or TLS exchange.
+    // MessageStream::Waiter: the TCP, TLS or HTTPS exchange.
     void on_stream_answer(dns::Bytes msg, uint32_t rtt_us) override;
     void on_stream_failed() override;
+    // A DoH server's HTTP 429 or 5xx: a failure of that server as a timeout is (its health
+    // and choice), and the next server is asked at once.
+    void on_stream_refused() override;
 
     const Question& question() const { return question_; }
     // Holds what `upstreams` belongs to (a reload may retire it meanwhile), whether the
@@ -140,7 +144,7 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     // (UDP attempts stay open). False when there is none.
     bool start_tcp_after_timeouts();
     // Sends over `connection` (replacing any stream attempt still open); false if it is full.
-    bool send_stream(int upstream, StreamConnection& connection, bool tls);
+    bool send_stream(int upstream, MessageStream& connection, bool tls);
     // Gives up the stream attempt, if any; a TLS one not answered counts as a timeout.
     void cancel_stream(int answered_by);
     void arm_timer(uint64_t wait_ms);
@@ -148,7 +152,7 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     // it came on (null for UDP).
     // `scanned`: scan_response already filled tls_scan from `msg`. `cookie_sent`: the UDP
     // query it answers carried a COOKIE option.
-    void on_answer(dns::Bytes msg, int upstream, StreamConnection* stream, bool scanned = false,
+    void on_answer(dns::Bytes msg, int upstream, MessageStream* stream, bool scanned = false,
                    bool cookie_sent = false);
     // Ends the query; `this` is destroyed when it returns.
     void finish(std::shared_ptr<const cache::PreparedAnswer> answer, int answered_by);
@@ -189,8 +193,8 @@ class UpstreamQuery final : public StreamConnection::Waiter {
     uint64_t deadline_ms_ = 0;
     EventLoop::TimerHandle timer_ = EventLoop::kNoTimer;
 
-    // The exchange over a worker's TCP or TLS connection: one at a time.
-    StreamConnection* stream_ = nullptr;
+    // The exchange over a worker's TCP, TLS or HTTPS connection: one at a time.
+    MessageStream* stream_ = nullptr;
     uint16_t stream_id_ = 0;
     int stream_upstream_ = -1;
     bool stream_tls_ = false;

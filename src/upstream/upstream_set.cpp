@@ -35,7 +35,7 @@ std::string ip_text(const SocketAddress& a) {
 }  // namespace
 
 UpstreamServer::UpstreamServer(const UpstreamAddress& a)
-    : address(a.address), tls(a.tls), cleartext(cleartext_of(a)) {
+    : address(a.address), tls(a.tls), https(a.https), path(a.path), cleartext(cleartext_of(a)) {
     tls_peer.auth_name = a.auth_name;
     tls_peer.ip = ip_text(a.address);
 }

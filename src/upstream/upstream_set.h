@@ -26,12 +26,16 @@ struct UpstreamServer {
     explicit UpstreamServer(const SocketAddress& a) : address(a), cleartext(a) {}
     explicit UpstreamServer(const UpstreamAddress& a);
 
-    // Where queries go: ADDR:PORT, over UDP (TCP after TC=1), or over TLS when `tls`.
+    // Where queries go: ADDR:PORT, over UDP (TCP after TC=1), or over TLS when `tls`: DNS
+    // over TLS, or DNS over HTTPS (HTTP/2 POSTs to `path`) when `https` too.
     const SocketAddress address;
     const bool tls = false;
-    TlsPeer tls_peer;  // what a TLS server must prove
+    const bool https = false;
+    const std::string path;  // https only
+    TlsPeer tls_peer;        // what a TLS server must prove
     // Where UDP and TCP queries go: `address`, or port 53 of a tls:// upstream's address
-    // (opportunistic mode's cleartext fallback).
+    // (opportunistic mode's cleartext fallback). An https:// upstream never uses it: a DoH
+    // server has no cleartext twin.
     const SocketAddress cleartext;
     const SocketAddress& udp_address() const { return cleartext; }
 

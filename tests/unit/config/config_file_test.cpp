@@ -316,7 +316,66 @@ TEST(UpstreamAddress, PlainAndTlsForms) {
     EXPECT_TRUE(v6->auth_name.empty());
     EXPECT_FALSE(parse_upstream_address("tls://192.0.2.1#"));
     EXPECT_FALSE(parse_upstream_address("tls://192.0.2.1#bad name"));
-    EXPECT_FALSE(parse_upstream_address("https://192.0.2.1"));
+    EXPECT_FALSE(parse_upstream_address("ftp://192.0.2.1"));
+}
+
+TEST(UpstreamAddress, HttpsForms) {
+    auto doh = parse_upstream_address("https://192.0.2.1");
+    ASSERT_TRUE(doh);
+    EXPECT_TRUE(doh->tls);  // authenticated as tls:// is
+    EXPECT_TRUE(doh->https);
+    EXPECT_EQ(doh->port(), 443);
+    EXPECT_EQ(doh->path, "/dns-query");
+    EXPECT_TRUE(doh->auth_name.empty());
+    EXPECT_EQ(doh->to_string(), "https://192.0.2.1:443/dns-query");
+
+    auto full = parse_upstream_address("https://[2001:db8::1]:8443/resolve/v1#dns.example");
+    ASSERT_TRUE(full);
+    EXPECT_EQ(full->port(), 8443);
+    EXPECT_EQ(full->path, "/resolve/v1");
+    EXPECT_EQ(full->auth_name, "dns.example");
+    EXPECT_EQ(full->to_string(), "https://[2001:db8::1]:8443/resolve/v1#dns.example");
+    auto again = parse_upstream_address(full->to_string());
+    ASSERT_TRUE(again);
+    EXPECT_TRUE(*again == *full);
+
+    auto named = parse_upstream_address("https://127.0.0.1#doh.test");
+    ASSERT_TRUE(named);
+    EXPECT_EQ(named->path, "/dns-query");
+    EXPECT_EQ(named->auth_name, "doh.test");
+
+    // Distinct from the same address over DoT: a different server.
+    EXPECT_FALSE(*parse_upstream_address("tls://192.0.2.1:443") == *doh);
+    EXPECT_FALSE(*parse_upstream_address("https://192.0.2.1/other") == *doh);
+
+    EXPECT_FALSE(parse_upstream_address("https://"));
+    EXPECT_FALSE(parse_upstream_address("https://192.0.2.1#"));
+    EXPECT_FALSE(parse_upstream_address("https://192.0.2.1/path with space"));
+    EXPECT_FALSE(parse_upstream_address("https://192.0.2.1/dns-query?dns=AAAB"));  // no query
+    EXPECT_FALSE(parse_upstream_address("https://192.0.2.1:99999"));
+    EXPECT_FALSE(
+        parse_upstream_address("https://dns.example/dns-query"));  // an address, not a name
+}
+
+TEST(UpstreamAddress, HttpsInTheFileAndForwards) {
+    Config c;
+    auto err = load_config_text(
+        "upstream = [\"https://127.0.0.1:8443/q#doh.test\"]\n"
+        "[[forward]]\ndomains = [\"example\"]\nupstreams = [\"https://127.0.0.2\"]\n",
+        "t.toml", c);
+    ASSERT_FALSE(err) << err->message;
+    ASSERT_EQ(c.upstreams.size(), 1u);
+    EXPECT_TRUE(c.upstreams[0].https);
+    EXPECT_EQ(c.upstreams[0].path, "/q");
+    EXPECT_EQ(c.upstreams[0].auth_name, "doh.test");
+    ASSERT_EQ(c.forwards.size(), 1u);
+    ASSERT_EQ(c.forwards[0].upstreams.size(), 1u);
+    EXPECT_TRUE(c.forwards[0].upstreams[0].https);
+    EXPECT_EQ(c.forwards[0].upstreams[0].port(), 443);
+    Config bad;
+    auto error = load_config_text("upstream = [\"https://127.0.0.1/a b\"]\n", "t.toml", bad);
+    ASSERT_TRUE(error);
+    EXPECT_NE(error->message.find("https://ADDR[:PORT][/PATH][#NAME]"), std::string::npos);
 }
 
 TEST(UpstreamAddress, TlsSettingsFromTheFile) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "upstream/stream_connection.h"
+#include "upstream/stream_pool.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -25,6 +26,7 @@ struct RecordingWaiter final : StreamConnection::Waiter {
         answers.emplace_back(msg.begin(), msg.end());
     }
     void on_stream_failed() override { ++failures; }
+    void on_stream_refused() override { ++failures; }
 };
 
 struct StreamFixture {
