@@ -19,6 +19,7 @@ Worker::Worker(uint32_t index, ServerShared& shared, WorkerCounters& counters,
       resolver_(index, loop_, shared.resolver, pipeline_, counters, settings_->routing),
       pipeline_(shared, loop_, resolver_, counters, *this, *settings_),
       tcp_(loop_, pipeline_, shared.tcp) {
+    tcp_.set_counters(&counters_);
     resolver_.apply(settings_->routing, settings_->resolver);
     tcp_.set_limits(settings_->tcp);
     const size_t max_answer = std::max<size_t>(shared.config.edns_buffer_size, dns::kMinUdpPayload);
@@ -45,6 +46,7 @@ Worker::Worker(uint32_t index, ServerShared& shared, WorkerCounters& counters,
 Worker::~Worker() {
     tcp_.close_all();
     acceptors_.clear();
+    tls_acceptors_.clear();
     for (const auto* fds : {&tcp_fds_, &tls_fds_, &https_fds_}) {
         for (int fd : *fds) {
             if (fd >= 0) close(fd);
@@ -55,6 +57,31 @@ Worker::~Worker() {
 void Worker::set_encrypted_listeners(std::vector<int> tls_fds, std::vector<int> https_fds) {
     tls_fds_ = std::move(tls_fds);
     https_fds_ = std::move(https_fds);
+    for (int fd : tls_fds_) {
+        auto listener = std::make_unique<Listener>(
+            loop_, fd, "DNS over TLS socket",
+            [this](int client, const sockaddr_storage& peer, socklen_t length) {
+                accept_tls(client, peer, length);
+            });
+        listener->set_on_shed([this] { bump(counters_.dot_rejected); });
+        tls_acceptors_.push_back(std::move(listener));
+    }
+}
+
+// As accept_tcp, into the same table (the caps and byte bounds are TCP's), with the TLS
+// context of the settings in force: a reload's new certificate is for connections after it.
+void Worker::accept_tls(int fd, const sockaddr_storage& peer, socklen_t length) {
+    const TlsServerContext* context = settings_->tls.dot.get();
+    if (context == nullptr || !settings_->access.allows(reinterpret_cast<const sockaddr*>(&peer))) {
+        close(fd);
+        bump(counters_.dot_rejected);
+        return;
+    }
+    if (tcp_.adopt(fd, peer, length, context->ctx())) {
+        bump(counters_.dot_connections);
+    } else {
+        bump(counters_.dot_rejected);
+    }
 }
 
 void Worker::set_private_listeners(const std::vector<int>& fds) {
@@ -90,6 +117,7 @@ void Worker::start_listening() {
         acceptor->set_exclusive(shared_listeners_);
         acceptor->start();
     }
+    for (auto& acceptor : tls_acceptors_) acceptor->start();
 }
 
 void Worker::run() {
@@ -141,6 +169,13 @@ void Worker::start_drain() {
         if (refuse && i < tcp_private_.size() && tcp_private_[i]) {
             close(tcp_fds_[i]);
             tcp_fds_[i] = -1;
+        }
+    }
+    for (size_t i = 0; i < tls_acceptors_.size(); ++i) {
+        tls_acceptors_[i]->stop();
+        if (refuse) {  // bound here, never handed on: nothing queued in it would be read
+            close(tls_fds_[i]);
+            tls_fds_[i] = -1;
         }
     }
     tcp_.drain_all();

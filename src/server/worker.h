@@ -76,6 +76,7 @@ class Worker final : public ReplySender {
     void beat();
     void adopt_posted_settings();
     void accept_tcp(int fd, const sockaddr_storage& peer, socklen_t length);
+    void accept_tls(int fd, const sockaddr_storage& peer, socklen_t length);
     void start_drain();
     void check_drained();
     // The drain is over: the heartbeat says so (a finished loop is no stalled one for
@@ -105,7 +106,8 @@ class Worker final : public ReplySender {
     std::vector<UdpSocket*> refusing_;
     std::vector<int> tcp_fds_;  // listening; closed after their listeners are gone (-1: closed)
     std::vector<std::unique_ptr<Listener>> acceptors_;
-    std::vector<int> tls_fds_;    // listening, DNS over TLS (-1: closed)
+    std::vector<int> tls_fds_;                              // listening, DNS over TLS (-1: closed)
+    std::vector<std::unique_ptr<Listener>> tls_acceptors_;  // by index of tls_fds_
     std::vector<int> https_fds_;  // listening, DNS over HTTPS (-1: closed)
 };
 
