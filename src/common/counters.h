@@ -102,7 +102,24 @@ namespace nscache {
     X(shared_skipped, "misses that went upstream without asking: tier down or full")               \
     X(shared_redirects, "Redis Cluster MOVED and ASK redirections followed")                       \
     X(shared_writes, "answers written to the shared tier")                                         \
-    X(shared_writes_dropped, "answers not written: tier down or full")
+    X(shared_writes_dropped, "answers not written: tier down or full")                             \
+    X(doh_connections, "DNS over HTTPS connections accepted")                                      \
+    X(doh_rejected, "DNS over HTTPS connections refused: allow list or connection caps")           \
+    X(doh_handshakes, "TLS handshakes completed on DNS over HTTPS listeners")                      \
+    X(doh_resumed, "DNS over HTTPS handshakes that resumed an earlier session")                    \
+    X(doh_handshake_failures, "DNS over HTTPS handshakes that failed or did not finish in time")   \
+    X(doh_http1, "DNS over HTTPS connections without HTTP/2, answered 505 and closed")             \
+    X(doh_streams, "HTTP/2 requests received on DNS over HTTPS listeners")                         \
+    X(doh_status_200, "DNS over HTTPS answers with HTTP status 200")                               \
+    X(doh_status_400, "DNS over HTTPS answers with HTTP status 400 (not a DNS query)")             \
+    X(doh_status_404, "DNS over HTTPS answers with HTTP status 404 (another path)")                \
+    X(doh_status_405, "DNS over HTTPS answers with HTTP status 405 (another method)")              \
+    X(doh_status_413, "DNS over HTTPS answers with HTTP status 413 (a query over 65535 bytes)")    \
+    X(doh_status_415, "DNS over HTTPS answers with HTTP status 415 (another content type)")        \
+    X(doh_status_other, "DNS over HTTPS answers with another HTTP status (414, 503)")              \
+    X(doh_streams_timed_out, "DNS over HTTPS requests reset: not complete within read-timeout")    \
+    X(doh_abuse_closed,                                                                            \
+      "DNS over HTTPS connections closed with ENHANCE_YOUR_CALM: floods, resets, header bombs")
 
 // X(name, help): levels now, not totals since start. Each is written (stored, not bumped) by
 // the one thread that owns what it measures; the other blocks keep 0, so the sum is the level.
