@@ -89,6 +89,9 @@ void TcpConnection::on_timer() {
     const bool idle = pending_ == 0 && unsent() == 0 && partial_since_ms_ == 0 &&
                       now >= idle_since_ms_ + limits.idle_timeout_ms;
     if (query_too_slow || not_reading || idle) {
+        if (tls_ && !tls_->handshake_done() && owner_.counters() != nullptr) {
+            bump(owner_.counters()->dot_handshake_failures);  // it did not finish in time
+        }
         close_connection();
         return;
     }
