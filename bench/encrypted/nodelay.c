@@ -10,9 +10,9 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
-typedef int (*connect_fn)(int, const struct sockaddr *, socklen_t);
+typedef int (*connect_fn)(int, const struct sockaddr*, socklen_t);
 
-int connect(int fd, const struct sockaddr *addr, socklen_t len) {
+int connect(int fd, const struct sockaddr* addr, socklen_t len) {
     static connect_fn real;
     if (!real) real = (connect_fn)dlsym(RTLD_NEXT, "connect");
     int type = 0;
