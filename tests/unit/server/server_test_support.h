@@ -98,7 +98,10 @@ struct ServerHarness final : ReplySender {
 
     void send_reply(const PendingClient& client, std::span<const uint8_t> reply) override {
         replies.emplace_back(reply.begin(), reply.end());
-        if (client.transport != Transport::Tcp) return;
+        if (client.transport != Transport::Tcp) {
+            if (other_transport) other_transport(client, reply);
+            return;
+        }
         if (TcpConnection* c = tcp.find(client.tcp_connection)) c->send_answer(reply);
     }
 
@@ -145,6 +148,8 @@ struct ServerHarness final : ReplySender {
     QueryPipeline pipeline;
     TcpConnections tcp;
     std::vector<std::vector<uint8_t>> replies;  // everything sent through send_reply
+    // Where answers for other transports than TCP go (the DoH tests' connections).
+    std::function<void(const PendingClient&, std::span<const uint8_t>)> other_transport;
 };
 
 // A query for (name, qtype) as a client writes it, with a 2-byte length prefix for TCP.
