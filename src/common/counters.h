@@ -19,6 +19,8 @@ namespace nscache {
     X(queries, "client queries received, well-formed or not")                                      \
     X(queries_udp, "client queries received over UDP")                                             \
     X(queries_tcp, "client queries received over TCP")                                             \
+    X(queries_tls, "client queries received over DNS over TLS")                                    \
+    X(queries_https, "client queries received over DNS over HTTPS")                                \
     X(cache_hits, "queries answered from a fresh cache entry")                                     \
     X(cache_misses, "queries not answered from a fresh cache entry")                               \
     X(upstream_queries, "queries sent to upstream servers, retries included")                      \
@@ -58,6 +60,11 @@ namespace nscache {
     X(overload_servfail, "queries answered SERVFAIL at once: max-upstream-queries in flight")      \
     X(tcp_connections, "TCP connections accepted")                                                 \
     X(tcp_rejected, "TCP connections refused over max-tcp-connections")                            \
+    X(dot_connections, "DNS over TLS connections accepted")                                        \
+    X(dot_rejected, "DNS over TLS connections refused: allow list or connection caps")             \
+    X(dot_handshakes, "TLS handshakes completed on DNS over TLS listeners")                        \
+    X(dot_resumed, "DNS over TLS handshakes that resumed an earlier session")                      \
+    X(dot_handshake_failures, "DNS over TLS handshakes that failed or did not finish in time")     \
     X(nss_requests, "lookups from the NSS module that missed its shared map")                      \
     X(nscd_requests, "host lookups on the nscd socket (misses of the nscd map)")                   \
     X(nscd_other_requests, "passwd, group, services lookups proxied on the nscd socket")           \

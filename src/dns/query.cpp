@@ -5,6 +5,7 @@
 
 #include "dns/ede.h"
 #include "dns/name.h"
+#include "dns/padding.h"
 #include "dns/record.h"
 
 namespace nscache::dns {
@@ -75,6 +76,8 @@ void parse_query_records(Bytes msg, ParsedQuery& parsed) {
                 return;
             }
             q.edns = edns_of_opt(rr->rclass, rr->ttl);
+            q.edns.padding =
+                options_have_padding(Bytes(msg.data() + rr->rdata_offset, rr->rdlength));
         }
         offset = rr->end;
     }

@@ -17,6 +17,9 @@ struct Edns {
     bool do_bit = false;
     uint8_t version = 0;
     uint16_t udp_size = kMinUdpPayload;  // already raised to 512 when the client said less
+    // The query carried a Padding option (RFC 7830): over an encrypted transport the answer
+    // is padded too (RFC 8467 §4.1).
+    bool padding = false;
 };
 
 struct Query {

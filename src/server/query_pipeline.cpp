@@ -6,6 +6,7 @@
 #include "dns/any_answer.h"
 #include "dns/ede.h"
 #include "dns/name.h"
+#include "dns/padding.h"
 #include "upstream/miss_path.h"
 
 namespace nscache::server {
@@ -63,10 +64,16 @@ QueryPipeline::QueryPipeline(ServerShared& shared, EventLoop& loop, upstream::Fo
       scratch_(kTcpMaxAnswer),
       any_parts_{std::vector<uint8_t>(kTcpMaxAnswer), std::vector<uint8_t>(kTcpMaxAnswer)} {}
 
+size_t QueryPipeline::padded(Transport transport, const dns::Edns& edns, std::span<uint8_t> out,
+                             size_t length) {
+    if (!encrypted(transport) || !edns.padding || length == 0) return length;
+    return dns::pad_response(out, length);
+}
+
 cache::RenderLimits QueryPipeline::limits_for(Transport transport, const dns::Query& q) const {
     cache::RenderLimits limits;
     limits.server_udp_size = settings_->config.edns_buffer_size;
-    limits.max_size = transport == Transport::Tcp
+    limits.max_size = transport != Transport::Udp
                           ? kTcpMaxAnswer
                           : cache::udp_answer_limit(q, settings_->config.edns_buffer_size);
     return limits;
@@ -95,8 +102,33 @@ size_t QueryPipeline::error_answer(const dns::ParsedQuery& parsed, uint16_t rcod
 
 HandleResult QueryPipeline::handle(dns::Bytes msg, const ClientOrigin& origin,
                                    std::span<uint8_t> out) {
+    HandleResult result = answer(msg, origin, out);
+    if (result.reply_length > 0 && encrypted(origin.transport)) {
+        // The question was parsed already, its options not: a second look, for encrypted
+        // transports only (their crypto costs far more).
+        const dns::ParsedQuery parsed = dns::parse_query(msg);
+        result.reply_length = padded(origin.transport, parsed.query.edns, out, result.reply_length);
+    }
+    return result;
+}
+
+HandleResult QueryPipeline::answer(dns::Bytes msg, const ClientOrigin& origin,
+                                   std::span<uint8_t> out) {
     bump(counters_.queries);
-    bump(origin.transport == Transport::Udp ? counters_.queries_udp : counters_.queries_tcp);
+    switch (origin.transport) {
+        case Transport::Udp:
+            bump(counters_.queries_udp);
+            break;
+        case Transport::Tcp:
+            bump(counters_.queries_tcp);
+            break;
+        case Transport::Tls:
+            bump(counters_.queries_tls);
+            break;
+        case Transport::Https:
+            bump(counters_.queries_https);
+            break;
+    }
     // Header and question only: whom to answer, and how, is decided before anything else in
     // the message is read. Every reply below is then rate limited, and a refused sender gets
     // no more bytes than it sent.
@@ -450,6 +482,7 @@ void QueryPipeline::deliver_any(uint64_t cookie, PendingClient& client,
         bump(counters_.answers_truncated);
     }
     record_latency(AnswerSource::upstream, client);
+    length = padded(client.transport, client.edns, scratch_, length);
     sender_.send_reply(client, std::span<const uint8_t>(scratch_.data(), length));
     pending_.remove(cookie);
 }
@@ -466,10 +499,11 @@ void QueryPipeline::on_stale_timer(uint64_t cookie) {
     PendingClient* client = pending_.find(cookie);
     if (client == nullptr) return;
     client->stale_timer = EventLoop::kNoTimer;
-    const size_t length = render_stale(*client);
+    size_t length = render_stale(*client);
     if (length == 0) return;  // nothing stale any more: wait for the upstream
     bump(counters_.stale_served);
     record_latency(AnswerSource::stale, *client);
+    length = padded(client->transport, client->edns, scratch_, length);
     sender_.send_reply(*client, std::span<const uint8_t>(scratch_.data(), length));
     // The upstream query goes on and refreshes the cache; this client needs nothing more.
     forwarder_.leave(client->upstream_question, cookie);
@@ -511,6 +545,7 @@ void QueryPipeline::deliver(uint64_t cookie, const upstream::ResolveOutcome& out
         }
     }
     record_latency(source, *client);
+    length = padded(client->transport, client->edns, scratch_, length);
     sender_.send_reply(*client, std::span<const uint8_t>(scratch_.data(), length));
     pending_.remove(cookie);
 }

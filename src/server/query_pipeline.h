@@ -63,6 +63,12 @@ class QueryPipeline final : public upstream::CompletionSink {
     const PendingClients& pending() const { return pending_; }
 
   private:
+    static bool encrypted(Transport t) { return t == Transport::Tls || t == Transport::Https; }
+    // RFC 8467 §4.1: the answer to a padded query over an encrypted transport is padded too.
+    static size_t padded(Transport transport, const dns::Edns& edns, std::span<uint8_t> out,
+                         size_t length);
+    // handle() before the padding.
+    HandleResult answer(dns::Bytes msg, const ClientOrigin& origin, std::span<uint8_t> out);
     size_t error_answer(const dns::ParsedQuery& parsed, uint16_t rcode, std::span<uint8_t> out,
                         uint32_t ede = dns::kNoEde);
     // A query without RD (RFC 1034 §4.3.1): from the cache (clients in allow-snoop) or from

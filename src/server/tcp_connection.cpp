@@ -19,7 +19,8 @@ constexpr size_t kMaxAnswer = 65535;
 }  // namespace
 
 TcpConnection::TcpConnection(TcpConnections& owner, EventLoop& loop, QueryPipeline& pipeline,
-                             int fd, uint64_t id, const sockaddr_storage& peer, socklen_t peer_len)
+                             int fd, uint64_t id, const sockaddr_storage& peer, socklen_t peer_len,
+                             ssl_ctx_st* tls)
     : owner_(owner),
       shared_(owner.shared()),
       loop_(loop),
@@ -28,10 +29,13 @@ TcpConnection::TcpConnection(TcpConnections& owner, EventLoop& loop, QueryPipeli
       id_(id),
       peer_(peer),
       peer_len_(peer_len),
-      in_(kReadChunk) {}
+      in_(kReadChunk) {
+    if (tls != nullptr) tls_ = std::make_unique<TlsStream>(fd, tls);
+}
 
 TcpConnection::~TcpConnection() {
     loop_.cancel_timer(timer_);
+    loop_.cancel_timer(buffered_timer_);
     if (!closed_) {
         loop_.remove(registration_);  // nothing, if registration failed
         close(fd_);
@@ -40,9 +44,13 @@ TcpConnection::~TcpConnection() {
 }
 
 bool TcpConnection::register_with_loop() {
+    if (tls_ && !tls_->usable()) return false;
     interest_ = EPOLLIN;
     if (!loop_.add(fd_, interest_, this, registration_)) return false;
     idle_since_ms_ = loop_.now_ms();
+    // The handshake is held to the read timeout as a query is: a client that starts one and
+    // never finishes it keeps nothing open for longer.
+    if (tls_) partial_since_ms_ = idle_since_ms_;
     reschedule();
     return true;
 }
@@ -81,6 +89,9 @@ void TcpConnection::on_timer() {
     const bool idle = pending_ == 0 && unsent() == 0 && partial_since_ms_ == 0 &&
                       now >= idle_since_ms_ + limits.idle_timeout_ms;
     if (query_too_slow || not_reading || idle) {
+        if (tls_ && !tls_->handshake_done() && owner_.counters() != nullptr) {
+            bump(owner_.counters()->dot_handshake_failures);  // it did not finish in time
+        }
         close_connection();
         return;
     }
@@ -93,9 +104,79 @@ void TcpConnection::on_event(uint32_t events) {
         close_connection();
         return;
     }
-    if (events & EPOLLOUT) write_and_resume();
-    if (!closed_ && (events & EPOLLIN)) read_queries();
+    if (tls_ && !tls_->handshake_done()) {
+        if (!continue_handshake() || !tls_->handshake_done()) return;
+        events |= EPOLLIN;  // the client's first query may have come with its Finished
+    }
+    const bool read_waited = tls_read_wants_write_ && (events & EPOLLOUT);
+    const bool write_waited = tls_write_wants_read_ && (events & EPOLLIN);
+    tls_read_wants_write_ = tls_write_wants_read_ = false;
+    if ((events & EPOLLOUT) || write_waited) write_and_resume();
+    if (!closed_ && ((events & EPOLLIN) || read_waited)) read_queries();
     if (!closed_) update_interest();
+}
+
+bool TcpConnection::continue_handshake() {
+    WorkerCounters* counters = owner_.counters();
+    switch (tls_->handshake()) {
+        case TlsStream::Io::Done:
+            partial_since_ms_ = 0;
+            idle_since_ms_ = loop_.now_ms();
+            if (counters != nullptr) {
+                bump(counters->dot_handshakes);
+                if (tls_->resumed()) bump(counters->dot_resumed);
+            }
+            reschedule();
+            return true;
+        case TlsStream::Io::WantRead:
+            if (interest_ != EPOLLIN) loop_.modify(registration_, interest_ = EPOLLIN);
+            return true;
+        case TlsStream::Io::WantWrite:
+            if (interest_ != EPOLLOUT) loop_.modify(registration_, interest_ = EPOLLOUT);
+            return true;
+        default:
+            if (counters != nullptr) bump(counters->dot_handshake_failures);
+            close_connection();
+            return false;
+    }
+}
+
+ssize_t TcpConnection::receive(uint8_t* buffer, size_t size) {
+    if (!tls_) return recv(fd_, buffer, size, 0);
+    size_t moved = 0;
+    switch (tls_->read(buffer, size, moved)) {
+        case TlsStream::Io::Done:
+            return static_cast<ssize_t>(moved);
+        case TlsStream::Io::Closed:
+            return 0;
+        case TlsStream::Io::WantWrite:
+            tls_read_wants_write_ = true;
+            [[fallthrough]];
+        case TlsStream::Io::WantRead:
+            errno = EAGAIN;
+            return -1;
+        default:
+            errno = ECONNRESET;
+            return -1;
+    }
+}
+
+ssize_t TcpConnection::transmit(const uint8_t* data, size_t size) {
+    if (!tls_) return send(fd_, data, size, MSG_NOSIGNAL);
+    size_t moved = 0;
+    switch (tls_->write(data, size, moved)) {
+        case TlsStream::Io::Done:
+            return static_cast<ssize_t>(moved);
+        case TlsStream::Io::WantRead:
+            tls_write_wants_read_ = true;
+            [[fallthrough]];
+        case TlsStream::Io::WantWrite:
+            errno = EAGAIN;
+            return -1;
+        default:
+            errno = ECONNRESET;
+            return -1;
+    }
 }
 
 void TcpConnection::read_queries() {
@@ -105,7 +186,7 @@ void TcpConnection::read_queries() {
     }
     for (int round = 0; round < 4 && !closed_; ++round) {
         if (in_.size() - in_length_ < kReadChunk / 2) in_.resize(in_length_ + kReadChunk);
-        const ssize_t n = recv(fd_, in_.data() + in_length_, in_.size() - in_length_, 0);
+        const ssize_t n = receive(in_.data() + in_length_, in_.size() - in_length_);
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
             close_connection();
@@ -159,7 +240,7 @@ void TcpConnection::process_buffer() {
             break;
         }
         ClientOrigin origin;
-        origin.transport = Transport::Tcp;
+        origin.transport = tls_ ? Transport::Tls : Transport::Tcp;
         origin.tcp_connection = id_;
         origin.peer = reinterpret_cast<const sockaddr*>(&peer_);
         origin.peer_len = peer_len_;
@@ -215,8 +296,7 @@ void TcpConnection::send_answer(std::span<const uint8_t> answer) {
 void TcpConnection::flush() {
     const size_t before = unsent();
     while (out_offset_ < out_.size()) {
-        const ssize_t n =
-            send(fd_, out_.data() + out_offset_, out_.size() - out_offset_, MSG_NOSIGNAL);
+        const ssize_t n = transmit(out_.data() + out_offset_, out_.size() - out_offset_);
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) break;
             if (errno == EINTR) continue;
@@ -249,7 +329,7 @@ void TcpConnection::discard_until_eof() {
     // Bounded per event like read_queries(); the idle timer and the worker's drain deadline
     // bound how long a client that never closes keeps the connection.
     for (int round = 0; round < 4; ++round) {
-        const ssize_t n = recv(fd_, in_.data(), in_.size(), 0);
+        const ssize_t n = receive(in_.data(), in_.size());
         if (n > 0) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
         close_connection();  // EOF (or an error): nothing unread is left to cause a reset
@@ -271,6 +351,7 @@ void TcpConnection::update_interest() {
             write_shut_ = true;
             in_length_ = 0;
             partial_since_ms_ = 0;
+            if (tls_) tls_->shutdown();  // close_notify before the FIN
             if (shutdown(fd_, SHUT_WR) != 0) {
                 close_connection();
                 return;
@@ -288,6 +369,18 @@ void TcpConnection::update_interest() {
                           unsent() <= kReadPauseBytes;
     if (can_read) wanted |= EPOLLIN;
     if (!out_.empty()) wanted |= EPOLLOUT;
+    if (tls_read_wants_write_) wanted |= EPOLLOUT;
+    if (tls_write_wants_read_) wanted |= EPOLLIN;
+    // Plaintext TLS already decrypted raises no event: a reader that paused with some left
+    // reads it on the loop's next turn.
+    if (can_read && tls_ && tls_->buffered() > 0 && buffered_timer_ == EventLoop::kNoTimer) {
+        buffered_timer_ = loop_.add_timer(0, [this] {
+            buffered_timer_ = EventLoop::kNoTimer;
+            if (closed_) return;
+            read_queries();
+            if (!closed_) update_interest();
+        });
+    }
     if (wanted != interest_) {
         interest_ = wanted;
         loop_.modify(registration_, wanted);
@@ -298,6 +391,7 @@ void TcpConnection::close_connection() {
     if (closed_) return;
     closed_ = true;
     loop_.cancel_timer(timer_);
+    loop_.cancel_timer(buffered_timer_);
     loop_.remove(registration_);
     close(fd_);
     shared_.queued_bytes.fetch_sub(unsent(), std::memory_order_relaxed);
@@ -309,7 +403,8 @@ void TcpConnection::close_connection() {
 TcpConnections::TcpConnections(EventLoop& loop, QueryPipeline& pipeline, TcpShared& shared)
     : loop_(loop), pipeline_(pipeline), shared_(shared) {}
 
-bool TcpConnections::adopt(int fd, const sockaddr_storage& peer, socklen_t peer_len) {
+bool TcpConnections::adopt(int fd, const sockaddr_storage& peer, socklen_t peer_len,
+                           ssl_ctx_st* tls) {
     const auto* peer_sa = reinterpret_cast<const sockaddr*>(&peer);
     if (shared_.connections.fetch_add(1, std::memory_order_relaxed) >= limits_.max_connections) {
         shared_.connections.fetch_sub(1, std::memory_order_relaxed);
@@ -324,7 +419,8 @@ bool TcpConnections::adopt(int fd, const sockaddr_storage& peer, socklen_t peer_
     uint64_t id;
     std::unique_ptr<TcpConnection>* slot = connections_.add(id);
     if (slot != nullptr) {
-        *slot = std::make_unique<TcpConnection>(*this, loop_, pipeline_, fd, id, peer, peer_len);
+        *slot =
+            std::make_unique<TcpConnection>(*this, loop_, pipeline_, fd, id, peer, peer_len, tls);
         if ((*slot)->register_with_loop()) return true;
         connections_.remove(id);  // destroys the connection, which closes fd
     } else {

@@ -8,6 +8,9 @@
 //   stops being read until it drains; every queued byte counts against a per-connection and
 //   a process-wide bound, and a client that lets either overflow is disconnected;
 // - per-address and global connection caps, checked at accept (TcpConnections).
+// Over TLS (DNS over TLS, RFC 7858) the same, with the handshake first: it must finish within
+// the read timeout, and the bytes in and out go through a TlsStream; the caps, bounds and
+// timeouts are the ones TCP has, counted together with TCP's.
 // One worker's connections, used only from its thread.
 #pragma once
 
@@ -18,10 +21,14 @@
 #include <span>
 #include <vector>
 
+#include "common/counters.h"
 #include "common/event_loop.h"
 #include "common/slot_table.h"
 #include "server/query_pipeline.h"
 #include "server/tcp_shared.h"
+#include "server/tls_stream.h"
+
+struct ssl_ctx_st;
 
 namespace nscache::server {
 
@@ -41,8 +48,10 @@ class TcpConnection final : public EventHandler {
     static constexpr size_t kMaxQueuedBytesTotal = 64 << 20;
     static constexpr uint32_t kMaxPendingPerConnection = 64;
 
+    // `tls` null: plain TCP; else DNS over TLS with that context.
     TcpConnection(TcpConnections& owner, EventLoop& loop, QueryPipeline& pipeline, int fd,
-                  uint64_t id, const sockaddr_storage& peer, socklen_t peer_len);
+                  uint64_t id, const sockaddr_storage& peer, socklen_t peer_len,
+                  ssl_ctx_st* tls = nullptr);
     ~TcpConnection();
 
     bool register_with_loop();
@@ -57,6 +66,12 @@ class TcpConnection final : public EventHandler {
     const sockaddr_storage& peer() const { return peer_; }
 
   private:
+    // TLS: steps the handshake; false when the connection closed.
+    bool continue_handshake();
+    // One read or write, through TLS or straight on the socket: > 0 bytes moved, 0 the peer
+    // closed, < 0 with errno EAGAIN (nothing now) or another error.
+    ssize_t receive(uint8_t* buffer, size_t size);
+    ssize_t transmit(const uint8_t* data, size_t size);
     void read_queries();
     // After shutdown(SHUT_WR): reads and drops; closes at the client's EOF.
     void discard_until_eof();
@@ -82,6 +97,11 @@ class TcpConnection final : public EventHandler {
     sockaddr_storage peer_;
     socklen_t peer_len_;
 
+    std::unique_ptr<TlsStream> tls_;  // null: plain TCP
+    // TLS wants the socket in the other direction than the caller asked: the read waits for
+    // it to be writable, or the write for it to be readable.
+    bool tls_read_wants_write_ = false;
+    bool tls_write_wants_read_ = false;
     EventLoop::Registration registration_ = EventLoop::kNoRegistration;
     uint32_t interest_ = 0;
     std::vector<uint8_t> in_;
@@ -99,6 +119,7 @@ class TcpConnection final : public EventHandler {
     uint64_t write_blocked_since_ = 0;  // when unsent data last made no progress; 0: none
     EventLoop::TimerHandle timer_ = EventLoop::kNoTimer;
     uint64_t timer_at_ = 0;
+    EventLoop::TimerHandle buffered_timer_ = EventLoop::kNoTimer;  // TLS plaintext left to read
 };
 
 // The connections of one worker, addressed by SlotTable ids (a pending answer for a
@@ -108,12 +129,16 @@ class TcpConnections {
     TcpConnections(EventLoop& loop, QueryPipeline& pipeline, TcpShared& shared);
 
     // Takes ownership of an accepted socket; false (socket closed) over a connection cap.
-    bool adopt(int fd, const sockaddr_storage& peer, socklen_t peer_len);
+    // `tls`: a DNS over TLS connection with that context (null: plain TCP).
+    bool adopt(int fd, const sockaddr_storage& peer, socklen_t peer_len, ssl_ctx_st* tls = nullptr);
     TcpConnection* find(uint64_t id);
     // Called by a connection that closed itself; it is destroyed on the loop's next turn.
     void release(uint64_t id);
     void close_all();
     TcpShared& shared() { return shared_; }
+    // The worker's counters, for the TLS handshake counts (null in tests that set none).
+    WorkerCounters* counters() const { return counters_; }
+    void set_counters(WorkerCounters* counters) { counters_ = counters; }
     // This worker's limits (from its settings: a reload changes them).
     const TcpLimits& limits() const { return limits_; }
     void set_limits(const TcpLimits& limits) { limits_ = limits; }
@@ -126,6 +151,7 @@ class TcpConnections {
     QueryPipeline& pipeline_;
     TcpShared& shared_;
     TcpLimits limits_;
+    WorkerCounters* counters_ = nullptr;
     SlotTable<std::unique_ptr<TcpConnection>> connections_;
     std::vector<std::unique_ptr<TcpConnection>> graveyard_;
 };

@@ -6,6 +6,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <sys/stat.h>
 
 #include <array>
@@ -193,6 +194,10 @@ std::shared_ptr<const TlsServerContext> TlsServerContext::create(
         return fail("tls-certificate " + certificate_file);
     }
     if (SSL_CTX_use_PrivateKey_file(ctx, key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+        if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH) {
+            return fail("tls-private-key " + key_file + " does not match tls-certificate " +
+                        certificate_file);
+        }
         return fail("tls-private-key " + key_file);
     }
     if (SSL_CTX_check_private_key(ctx) != 1) {

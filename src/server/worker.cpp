@@ -18,7 +18,10 @@ Worker::Worker(uint32_t index, ServerShared& shared, WorkerCounters& counters,
       queue_(loop_),
       resolver_(index, loop_, shared.resolver, pipeline_, counters, settings_->routing),
       pipeline_(shared, loop_, resolver_, counters, *this, *settings_),
-      tcp_(loop_, pipeline_, shared.tcp) {
+      tcp_(loop_, pipeline_, shared.tcp),
+      https_(loop_, pipeline_, shared.tcp, counters) {
+    tcp_.set_counters(&counters_);
+    https_.configure(settings_->tcp, settings_->config.https_path);
     resolver_.apply(settings_->routing, settings_->resolver);
     tcp_.set_limits(settings_->tcp);
     const size_t max_answer = std::max<size_t>(shared.config.edns_buffer_size, dns::kMinUdpPayload);
@@ -45,6 +48,9 @@ Worker::Worker(uint32_t index, ServerShared& shared, WorkerCounters& counters,
 Worker::~Worker() {
     tcp_.close_all();
     acceptors_.clear();
+    tls_acceptors_.clear();
+    https_.close_all();
+    https_acceptors_.clear();
     for (const auto* fds : {&tcp_fds_, &tls_fds_, &https_fds_}) {
         for (int fd : *fds) {
             if (fd >= 0) close(fd);
@@ -55,6 +61,54 @@ Worker::~Worker() {
 void Worker::set_encrypted_listeners(std::vector<int> tls_fds, std::vector<int> https_fds) {
     tls_fds_ = std::move(tls_fds);
     https_fds_ = std::move(https_fds);
+    for (int fd : tls_fds_) {
+        auto listener = std::make_unique<Listener>(
+            loop_, fd, "DNS over TLS socket",
+            [this](int client, const sockaddr_storage& peer, socklen_t length) {
+                accept_tls(client, peer, length);
+            });
+        listener->set_on_shed([this] { bump(counters_.dot_rejected); });
+        tls_acceptors_.push_back(std::move(listener));
+    }
+    for (int fd : https_fds_) {
+        auto listener = std::make_unique<Listener>(
+            loop_, fd, "DNS over HTTPS socket",
+            [this](int client, const sockaddr_storage& peer, socklen_t length) {
+                accept_https(client, peer, length);
+            });
+        listener->set_on_shed([this] { bump(counters_.doh_rejected); });
+        https_acceptors_.push_back(std::move(listener));
+    }
+}
+
+void Worker::accept_https(int fd, const sockaddr_storage& peer, socklen_t length) {
+    const TlsServerContext* context = settings_->tls.doh.get();
+    if (context == nullptr || !settings_->access.allows(reinterpret_cast<const sockaddr*>(&peer))) {
+        close(fd);
+        bump(counters_.doh_rejected);
+        return;
+    }
+    if (https_.adopt(fd, peer, length, context->ctx())) {
+        bump(counters_.doh_connections);
+    } else {
+        bump(counters_.doh_rejected);
+    }
+}
+
+// As accept_tcp, into the same table (the caps and byte bounds are TCP's), with the TLS
+// context of the settings in force: a reload's new certificate is for connections after it.
+void Worker::accept_tls(int fd, const sockaddr_storage& peer, socklen_t length) {
+    const TlsServerContext* context = settings_->tls.dot.get();
+    if (context == nullptr || !settings_->access.allows(reinterpret_cast<const sockaddr*>(&peer))) {
+        close(fd);
+        bump(counters_.dot_rejected);
+        return;
+    }
+    if (tcp_.adopt(fd, peer, length, context->ctx())) {
+        bump(counters_.dot_connections);
+    } else {
+        bump(counters_.dot_rejected);
+    }
 }
 
 void Worker::set_private_listeners(const std::vector<int>& fds) {
@@ -90,6 +144,8 @@ void Worker::start_listening() {
         acceptor->set_exclusive(shared_listeners_);
         acceptor->start();
     }
+    for (auto& acceptor : tls_acceptors_) acceptor->start();
+    for (auto& acceptor : https_acceptors_) acceptor->start();
 }
 
 void Worker::run() {
@@ -99,6 +155,7 @@ void Worker::run() {
     loop_.run([this] { on_wake(); });
     set_level(counters_.heartbeat_ms, kHeartbeatFinished);
     tcp_.close_all();
+    https_.close_all();
 }
 
 // A timer of its own, so that an idle loop beats too; a wedged one stops (/health fails).
@@ -143,7 +200,22 @@ void Worker::start_drain() {
             tcp_fds_[i] = -1;
         }
     }
+    for (size_t i = 0; i < tls_acceptors_.size(); ++i) {
+        tls_acceptors_[i]->stop();
+        if (refuse) {  // bound here, never handed on: nothing queued in it would be read
+            close(tls_fds_[i]);
+            tls_fds_[i] = -1;
+        }
+    }
+    for (size_t i = 0; i < https_acceptors_.size(); ++i) {
+        https_acceptors_[i]->stop();
+        if (refuse) {
+            close(https_fds_[i]);
+            https_fds_[i] = -1;
+        }
+    }
     tcp_.drain_all();
+    https_.drain_all();
     drain_timer_ = loop_.add_timer(drain_deadline_ms_.load(std::memory_order_acquire), [this] {
         drain_timer_ = EventLoop::kNoTimer;
         finish_drain();
@@ -155,7 +227,7 @@ void Worker::check_drained() {
     // (prefetch, a coalesced query's upstream side) may still fill the cache, which is saved
     // next: wait for them too (the deadline bounds them all).
     if (drained_ || pipeline_.pending().size() != 0 || resolver_.outstanding() != 0 ||
-        tcp_.size() != 0) {
+        tcp_.size() != 0 || https_.size() != 0) {
         return;
     }
     for (const UdpSocket* socket : refusing_) {
@@ -178,6 +250,7 @@ void Worker::adopt_posted_settings() {
     pipeline_.apply(*next);
     resolver_.apply(next->routing, next->resolver);
     tcp_.set_limits(next->tcp);
+    https_.configure(next->tcp, next->config.https_path);
     settings_ = std::move(next);
 }
 
@@ -185,6 +258,12 @@ void Worker::send_reply(const PendingClient& client, std::span<const uint8_t> re
     if (client.transport == Transport::Udp) {
         udp_[client.udp_socket]->send_later(reinterpret_cast<const sockaddr*>(&client.peer),
                                             client.peer_len, reply);
+        return;
+    }
+    if (client.transport == Transport::Https) {
+        if (HttpsConnection* connection = https_.find(client.tcp_connection)) {
+            connection->send_answer(client.stream, reply);
+        }
         return;
     }
     if (TcpConnection* connection = tcp_.find(client.tcp_connection)) {

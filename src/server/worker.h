@@ -14,6 +14,7 @@
 #include "common/event_loop.h"
 #include "common/listener.h"
 #include "common/mailbox.h"
+#include "server/https_connection.h"
 #include "server/query_pipeline.h"
 #include "server/server_shared.h"
 #include "server/tcp_connection.h"
@@ -76,6 +77,8 @@ class Worker final : public ReplySender {
     void beat();
     void adopt_posted_settings();
     void accept_tcp(int fd, const sockaddr_storage& peer, socklen_t length);
+    void accept_tls(int fd, const sockaddr_storage& peer, socklen_t length);
+    void accept_https(int fd, const sockaddr_storage& peer, socklen_t length);
     void start_drain();
     void check_drained();
     // The drain is over: the heartbeat says so (a finished loop is no stalled one for
@@ -90,6 +93,7 @@ class Worker final : public ReplySender {
     upstream::Resolver resolver_;
     QueryPipeline pipeline_;
     TcpConnections tcp_;
+    HttpsConnections https_;
     std::vector<std::unique_ptr<UdpSocket>> udp_;
     std::vector<EventLoop::Registration> udp_registrations_;
     bool shared_listeners_ = false;
@@ -105,8 +109,10 @@ class Worker final : public ReplySender {
     std::vector<UdpSocket*> refusing_;
     std::vector<int> tcp_fds_;  // listening; closed after their listeners are gone (-1: closed)
     std::vector<std::unique_ptr<Listener>> acceptors_;
-    std::vector<int> tls_fds_;    // listening, DNS over TLS (-1: closed)
+    std::vector<int> tls_fds_;                              // listening, DNS over TLS (-1: closed)
+    std::vector<std::unique_ptr<Listener>> tls_acceptors_;  // by index of tls_fds_
     std::vector<int> https_fds_;  // listening, DNS over HTTPS (-1: closed)
+    std::vector<std::unique_ptr<Listener>> https_acceptors_;  // by index of https_fds_
 };
 
 }  // namespace nscache::server

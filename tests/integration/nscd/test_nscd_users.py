@@ -308,7 +308,8 @@ def test_the_log_and_stats_name_each_databases_plan(users, users_daemon):
     log = d.stderr_text
     logged = lambda line: any(l.endswith(line) for l in log().splitlines())  # noqa: E731
     assert _seen(lambda: logged("nscd passwd: files then nscachetest")), log()
-    assert logged("nscd group: files only") and logged("nscd services: files only"), log()
+    # Each database logs its plan as it is set up: the lines need not come together.
+    assert _seen(lambda: logged("nscd group: files only") and logged("nscd services: files only")), log()
     text = d.cli("stats", "--control", d.control).stdout.splitlines()
     assert "nscd_passwd_plan files_then_modules" in text and "nscd_group_plan files_only" in text, text
     assert dict(_flat(d.stats()))["nscd_passwd_plan"] == 3  # JSON keeps the code

@@ -359,15 +359,19 @@ TEST_F(HttpsConnectionTest, RapidResetEndsTheConnection) {
     auto client = connect();
     turns(*client, 10);
     for (int i = 0; i < 300; ++i) {
-        const int32_t id = client->post(query("x.example.test", static_cast<uint16_t>(i)));
-        client->pump();  // the HEADERS leave first: nghttp2 drops a request reset before it
+        const std::string name = "x" + std::to_string(i) + ".example.test";  // each a miss
+        const int32_t id = client->post(query(name, static_cast<uint16_t>(i)));
+        client->pump();  // the HEADERS leave first: a stream reset before it is never sent
         nghttp2_submit_rst_stream(client->session(), NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+        client->pump();
         if (i % 20 == 0) turns(*client, 1, 1);
     }
     turns(*client, 30);
-    EXPECT_TRUE(client->goaway);
-    EXPECT_EQ(client->goaway_code, static_cast<uint32_t>(NGHTTP2_ENHANCE_YOUR_CALM));
-    EXPECT_TRUE(client->eof);
+    // The client may still be writing resets when the connection goes: what matters is that
+    // the server stopped paying for them.
+    EXPECT_EQ(h_.counters.doh_abuse_closed.load(), 1u);
+    EXPECT_LE(h_.counters.doh_streams.load(), 101u + HttpsConnection::kResetBurst);
+    EXPECT_EQ(https_.size(), 0u);
 }
 
 TEST_F(HttpsConnectionTest, HeaderListPastTheBoundEndsTheConnection) {
